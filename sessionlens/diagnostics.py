@@ -1,0 +1,72 @@
+"""Diagnostics: the records that carry every problem found in the inputs.
+
+Owns `Diagnostic` and the `CODES` catalog (stable kebab-case codes, default level, meaning).
+Its only formatting is `Diagnostic.__str__`, the one-line `path:line: level: message [code]`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Level = Literal["info", "warning", "error"]
+
+LEVEL_ORDER: dict[str, int] = {"info": 0, "warning": 1, "error": 2}
+
+# code -> (default level, one-line meaning). Extend, never rename (DESIGN §3).
+CODES: dict[str, tuple[Level, str]] = {
+    # core codes of the contract
+    "truncated-value": ("warning", "a value was cut mid-way; no sample was taken from it"),
+    "truncated-output": ("warning", "the output ends early; a missing summary was recomputed"),
+    "missing-runs": ("warning", "fewer runs than the header announced"),
+    "inconsistent-value": ("warning", "a printed value disagrees with its own inputs"),
+    "unknown-format": ("error", "no parser recognises this file"),
+    "empty-file": ("warning", "the file is empty"),
+    "non-utf8": ("warning", "bytes that are not UTF-8 were replaced"),
+    "unreadable-file": ("error", "the file cannot be read"),
+    "symlink-loop": ("error", "a symbolic link loops back on its own folder"),
+    "unassigned-input": ("warning", "no config takes this input"),
+    "server-error": ("error", "the server log records an error"),
+    "confound": ("warning", "compared configs differ in more than the hypothesis names"),
+    "few-samples": ("warning", "too few samples for a reliable comparison"),
+    # reading and parsing
+    "empty-folder": ("warning", "the folder holds no input"),
+    "no-samples": ("warning", "the file was recognised but yielded no sample"),
+    "unparsed-line": ("info", "a line looks like a known record but could not be read"),
+    "unknown-results": ("info", "a results line was not understood"),
+    "duplicate-run": ("warning", "the same run number appears twice"),
+    "single-config": ("info", "the session has one config; nothing to compare"),
+    "single-launch": ("info", "samples come from one server launch; between-launch noise is not captured"),
+    "truncated-settings": ("warning", "a settings dump was cut; settings before the cut are kept"),
+    "server-warning": ("warning", "the server log records a warning"),
+    "server-event": ("info", "a server start-up or health event"),
+    "outlier": ("info", "a value is flagged as an outlier (kept)"),
+    "mixed-accept-len": ("warning", "acceptance lengths count the bonus token differently"),
+    "zero-variance": ("info", "all values are equal"),
+}
+
+
+class Diagnostic(BaseModel):
+    """One problem in the inputs: where it is, how bad, and a stable code."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    level: Level
+    code: str
+    file: str
+    line: int | None = None
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file if self.line is None else f"{self.file}:{self.line}"
+        return f"{where}: {self.level}: {self.message} [{self.code}]"
+
+
+def make(
+    code: str, file: str, line: int | None, message: str, level: Level | None = None
+) -> Diagnostic:
+    """A diagnostic with the catalog's default level unless one is given."""
+    if level is None:
+        level = CODES[code][0] if code in CODES else "warning"
+    return Diagnostic(level=level, code=code, file=file, line=line, message=message)

@@ -1,0 +1,177 @@
+"""Format registry, detection and the per-source parse driver.
+
+The pipeline for one file:
+1. `_lines.read(path)` gives a `SourceText`: a cleaned head for sniffing, lines on demand.
+2. `detect(src)` picks a format: a pinned one, else the best `sniff` score (1.0 wins at
+   once; below `THRESHOLD` nothing matches and the file gets `unknown-format`).
+3. `parse_source` runs that parser over the lines and sorts the record stream: samples go
+   to the tidy columns, settings to the source or its block, summary items to the summary,
+   diagnostics to the list. Provenance (lines, bytes, sha256) is known once lines are read.
+4. A recognised file that yields no sample gets `no-samples`, so no file is dropped silently.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .. import diagnostics as dg
+from .. import _lines
+from ..errors import ParseError, UsageError
+from ..model import (
+    BlockInfo,
+    BlockStart,
+    ParseResult,
+    Sample,
+    SampleColumns,
+    Setting,
+    SourceInfo,
+    SummaryItem,
+)
+from . import bench_stdout
+from .base import ParseContext, Parser
+
+PARSERS: dict[str, Parser] = {
+    bench_stdout.format_id: bench_stdout,
+}
+
+THRESHOLD = 0.3
+
+
+def register(parser: Parser) -> None:
+    """Add a third-party parser; its `format_id` must be new."""
+    if parser.format_id in PARSERS:
+        raise ValueError(f"format {parser.format_id!r} is already registered")
+    PARSERS[parser.format_id] = parser
+
+
+def detect(head: str, name: str) -> str | None:
+    """The format id whose `sniff` scores the head best, or None below the threshold."""
+    best: tuple[float, int, str] | None = None
+    for fid, parser in PARSERS.items():
+        score = parser.sniff(head, name)
+        if score >= 1.0:
+            return fid
+        if score >= THRESHOLD and (best is None or (score, parser.priority) > best[:2]):
+            best = (score, parser.priority, fid)
+    return best[2] if best else None
+
+
+def parse_source(
+    src: _lines.SourceText,
+    *,
+    config: str,
+    source: str,
+    columns: SampleColumns,
+    format: str | None = None,
+) -> tuple[SourceInfo, list[dg.Diagnostic]]:
+    """Parse one source into `columns`; return its provenance and its diagnostics."""
+    if format is not None and format not in PARSERS:
+        known = ", ".join(sorted(PARSERS))
+        raise UsageError(f"unknown format {format!r} (known: {known})")
+    fid = format or detect(src.head, src.name)
+    ctx = ParseContext(file=source)
+    settings: dict[str, Any] = {}
+    summary: dict[str, Any] = {}
+    blocks: dict[int, dict[str, Any]] = {}
+    n_samples = 0
+    if fid is None:
+        for _ in src.lines():  # read anyway: provenance needs lines and sha256
+            pass
+    else:
+        parser = PARSERS[fid]
+        for rec in parser.parse(src, ctx):
+            if isinstance(rec, Sample):
+                columns.add(config, source, rec)
+                n_samples += 1
+            elif isinstance(rec, Setting):
+                if rec.block is None:
+                    settings[rec.key] = rec.value
+                else:
+                    blocks.setdefault(rec.block, {"line": rec.line or 0, "format": fid})
+                    blocks[rec.block].setdefault("settings", {})[rec.key] = rec.value
+            elif isinstance(rec, BlockStart):
+                entry = blocks.setdefault(rec.block, {})
+                entry["line"] = rec.line
+                entry["format"] = rec.format
+            elif isinstance(rec, SummaryItem):
+                summary[rec.key] = rec.value
+            else:
+                ctx.diagnostics.append(rec)
+    diags = list(src.notes) + ctx.diagnostics
+    is_empty = any(d.code == "empty-file" for d in src.notes)
+    if fid is None and not is_empty:
+        diags.append(
+            dg.make("unknown-format", source, None, "no parser recognises this file "
+                    f"({src.n_lines} lines); pin one with `format` in sessionlens.toml")
+        )
+    elif fid is not None and n_samples == 0 and not is_empty:
+        diags.append(dg.make("no-samples", source, None, f"recognised as {fid} but no sample was read"))
+    info = SourceInfo(
+        path=source,
+        format=fid,
+        embedded_formats=sorted(ctx.embedded),
+        lines=src.n_lines,
+        bytes=src.n_bytes,
+        sha256=src.sha256,
+        settings=settings,
+        summary=summary,
+        blocks=[
+            BlockInfo(block=b, line=v.get("line", 0), format=v.get("format", fid or ""),
+                      settings=v.get("settings", {}))
+            for b, v in sorted(blocks.items())
+        ],
+        record_counts=dict(sorted(ctx.counts.items())),
+        samples=n_samples,
+    )
+    return info, diags
+
+
+def parse_path(
+    path: Path, *, config: str, source: str, columns: SampleColumns, format: str | None = None
+) -> tuple[SourceInfo, list[dg.Diagnostic]]:
+    """Read and parse one file; an unreadable file is a diagnostic, not an exception."""
+    try:
+        src = _lines.read(path, display=source)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        return SourceInfo(path=source, format=None), [
+            dg.make("unreadable-file", source, None, f"cannot read the file: {reason}")
+        ]
+    try:
+        return parse_source(src, config=config, source=source, columns=columns, format=format)
+    except OSError as exc:  # failed mid-read
+        reason = exc.strerror or str(exc)
+        return SourceInfo(path=source, format=None), [
+            dg.make("unreadable-file", source, None, f"reading failed: {reason}")
+        ]
+
+
+def _strict(result: ParseResult) -> ParseResult:
+    for d in result.diagnostics:
+        if d.level == "error":
+            raise ParseError(d.message, path=d.file, line=d.line)
+    return result
+
+
+def parse_file(path: str | Path, format: str | None = None, strict: bool = False) -> ParseResult:
+    """Parse one file; `config` is its parent folder's name, `source` the path as given."""
+    p = Path(path)
+    if not p.exists():
+        raise UsageError("no such file", path=str(path))
+    columns = SampleColumns()
+    config = p.resolve().parent.name
+    info, diags = parse_path(p, config=config, source=str(path), columns=columns, format=format)
+    result = ParseResult([info], diags, columns)
+    return _strict(result) if strict else result
+
+
+def parse_text(
+    text: str, format: str | None = None, *, path: str = "<text>", strict: bool = False
+) -> ParseResult:
+    """Parse a string as if it were a file named `path`."""
+    columns = SampleColumns()
+    src = _lines.from_text(text, path)
+    info, diags = parse_source(src, config="", source=path, columns=columns, format=format)
+    result = ParseResult([info], diags, columns)
+    return _strict(result) if strict else result

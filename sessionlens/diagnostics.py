@@ -44,6 +44,10 @@ CODES: dict[str, tuple[Level, str]] = {
     "outlier": ("info", "a value is flagged as an outlier (kept)"),
     "mixed-accept-len": ("warning", "acceptance lengths count the bonus token differently"),
     "zero-variance": ("info", "all values are equal"),
+    # --- sglang-server / phase-timing / server args codes ---
+    # --- serving benchmark codes ---
+    # --- vllm-server / one-batch codes ---
+    # --- statistics codes ---
 }
 
 

@@ -108,7 +108,9 @@ _add("last_gen_throughput_tok_s", "tok/s", "higher", "sum", "last generation thr
 
 # --- sglang-server extras (added by the SGLang server parser) ---
 
-# --- serving / vLLM extras (added by the benchmark and vLLM parsers) ---
+# --- serving benchmark extras (sglang-bench-serving, vllm-bench-serve, sglang-bench-offline) ---
+
+# --- vllm-server and sglang-bench-one-batch extras ---
 
 
 # Dynamic families: phase_<slug>_ms_per_cycle, phase_<slug>_share, position_acceptance_rate_<i>.

@@ -200,7 +200,9 @@ def _safe_gunzip(raw: Iterator[bytes], src: SourceText) -> Iterator[bytes]:
         for _ in raw:  # finish hashing the raw bytes
             pass
         src.notes.append(
-            dg.make("truncated-output", src.path, None, f"the gzip stream is cut or corrupt ({exc})")
+            dg.make(
+                "truncated-output", src.path, None, f"the gzip stream is cut or corrupt ({exc})"
+            )
         )
 
 

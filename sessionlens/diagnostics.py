@@ -37,7 +37,10 @@ CODES: dict[str, tuple[Level, str]] = {
     "unknown-results": ("info", "a results line was not understood"),
     "duplicate-run": ("warning", "the same run number appears twice"),
     "single-config": ("info", "the session has one config; nothing to compare"),
-    "single-launch": ("info", "samples come from one server launch; between-launch noise is not captured"),
+    "single-launch": (
+        "info",
+        "samples come from one server launch; between-launch noise is not captured",
+    ),
     "truncated-settings": ("warning", "a settings dump was cut; settings before the cut are kept"),
     "server-warning": ("warning", "the server log records a warning"),
     "server-event": ("info", "a server start-up or health event"),

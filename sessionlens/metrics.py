@@ -201,8 +201,10 @@ def format_number(value: float | None, decimals: int) -> str:
         return "nan"
     if math.isinf(value):
         return "inf" if value > 0 else "-inf"
-    text = f"{value:,.{decimals}f}".replace(",", " ") if abs(value) >= 10000 else (
-        f"{value:.{decimals}f}"
+    text = (
+        f"{value:,.{decimals}f}".replace(",", " ")
+        if abs(value) >= 10000
+        else (f"{value:.{decimals}f}")
     )
     if text.startswith("-") and float(text.replace(" ", "")) == 0:
         text = text[1:]

@@ -94,7 +94,15 @@ class SourceInfo(BaseModel):
 
 
 SAMPLE_COLUMNS: tuple[str, ...] = (
-    "config", "source", "line", "block", "run", "rank", "ts", "metric", "value",
+    "config",
+    "source",
+    "line",
+    "block",
+    "run",
+    "rank",
+    "ts",
+    "metric",
+    "value",
 )
 
 

@@ -7,8 +7,8 @@ import io
 import os
 from pathlib import Path
 
-from sessionlens.parsers import parse_file
 from sessionlens.model import ParseResult
+from sessionlens.parsers import parse_file
 
 FORMATS = Path(__file__).resolve().parent.parent / "fixtures" / "formats"
 SUFFIXES = (".expected.csv", ".diag.txt", ".got")

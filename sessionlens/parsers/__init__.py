@@ -15,8 +15,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .. import diagnostics as dg
 from .. import _lines
+from .. import diagnostics as dg
 from ..errors import ParseError, UsageError
 from ..model import (
     BlockInfo,
@@ -106,7 +106,9 @@ def parse_source(
                     f"({src.n_lines} lines); pin one with `format` in sessionlens.toml")
         )
     elif fid is not None and n_samples == 0 and not is_empty:
-        diags.append(dg.make("no-samples", source, None, f"recognised as {fid} but no sample was read"))
+        diags.append(
+            dg.make("no-samples", source, None, f"recognised as {fid} but no sample was read")
+        )
     info = SourceInfo(
         path=source,
         format=fid,

@@ -56,8 +56,13 @@ class ParseContext:
 # ------------------------------------------------------------------ numbers
 
 NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
-_SPECIAL = {"nan": float("nan"), "inf": float("inf"), "-inf": float("-inf"),
-            "infinity": float("inf"), "-infinity": float("-inf")}
+_SPECIAL = {
+    "nan": float("nan"),
+    "inf": float("inf"),
+    "-inf": float("-inf"),
+    "infinity": float("inf"),
+    "-infinity": float("-inf"),
+}
 
 
 def decimals_of(text: str) -> int:
@@ -95,7 +100,7 @@ def read_number(
         return Num(_SPECIAL[low])
     m = NUMBER.fullmatch(t)
     if m is None:
-        if at_end and line_cut and (t == "" or NUMBER.match(t) is None and t in "-+."):
+        if at_end and line_cut and (t == "" or (NUMBER.match(t) is None and t in "-+.")):
             return Num(None, cut=True)
         return Num(None)
     if decimals is not None and decimals > 0 and decimals_of(t) < decimals:

@@ -144,7 +144,9 @@ def _line(ln: Line, st: _State, ctx: ParseContext) -> Iterator[Record]:
         _result_row(ln, st, ctx)
         return
     if "Run " in text and re.search(r"Run\s+\d", text):
-        ctx.warn(ln.no, "unparsed-line", f"a run line that could not be read: {text.strip()[:80]!r}")
+        ctx.warn(
+            ln.no, "unparsed-line", f"a run line that could not be read: {text.strip()[:80]!r}"
+        )
 
 
 def _run(ln: Line, m: re.Match[str], st: _State, ctx: ParseContext) -> Iterator[Record]:
@@ -163,8 +165,9 @@ def _run(ln: Line, m: re.Match[str], st: _State, ctx: ParseContext) -> Iterator[
         at_end = m.group(term) is None and m.end(grp) >= line_end
         num = read_number(raw, at_end=at_end, line_cut=ln.cut, decimals=decimals or None)
         if num.cut or num.value is None:
-            ctx.warn(ln.no, "truncated-value",
-                     f"run {run}: {metric} is cut ({raw!r}); no sample taken")
+            ctx.warn(
+                ln.no, "truncated-value", f"run {run}: {metric} is cut ({raw!r}); no sample taken"
+            )
             break
         values[metric] = num.value
         yield Sample(metric, num.value, ln.no, st.block, run)
@@ -178,9 +181,12 @@ def _run(ln: Line, m: re.Match[str], st: _State, ctx: ParseContext) -> Iterator[
         # X has 1 decimal; S was rounded to 0.01 s, which moves T/S by up to T*0.005/S².
         tolerance = 0.05 + t * 0.005 / (s * s) + 1e-9
         if abs(expected - x) > tolerance:
-            ctx.warn(ln.no, "inconsistent-value",
-                     f"run {run}: {int(t)} tokens in {s:.2f} s is {expected:.1f} tok/s, "
-                     f"but {x:.1f} tok/s is printed; the printed value is kept")
+            ctx.warn(
+                ln.no,
+                "inconsistent-value",
+                f"run {run}: {int(t)} tokens in {s:.2f} s is {expected:.1f} tok/s, "
+                f"but {x:.1f} tok/s is printed; the printed value is kept",
+            )
 
 
 def _result_row(ln: Line, st: _State, ctx: ParseContext) -> None:
@@ -205,10 +211,13 @@ def _result_row(ln: Line, st: _State, ctx: ParseContext) -> None:
         if ti and float(ti.group("s")) > 0:
             expected = int(ti.group("t")) / float(ti.group("s"))
             if abs(expected - num.value) > 0.05 + expected * 0.001:
-                ctx.warn(ln.no, "inconsistent-value",
-                         f"overall: {ti.group('t')} tokens in {ti.group('s')} s is "
-                         f"{expected:.1f} tok/s, but {num.value} tok/s is printed; "
-                         "the printed value is kept")
+                ctx.warn(
+                    ln.no,
+                    "inconsistent-value",
+                    f"overall: {ti.group('t')} tokens in {ti.group('s')} s is "
+                    f"{expected:.1f} tok/s, but {num.value} tok/s is printed; "
+                    "the printed value is kept",
+                )
     else:
         st.results[label] = num.value
         st.results_ok = True
@@ -218,8 +227,11 @@ def _finish(st: _State, ctx: ParseContext) -> Iterator[Record]:
     for block, expected in sorted(st.num_runs.items()):
         got = len(st.runs_seen.get(block, set()))
         if got < expected:
-            ctx.warn(st.last_line, "missing-runs",
-                     f"{got} of {expected} runs were read (num_runs={expected})")
+            ctx.warn(
+                st.last_line,
+                "missing-runs",
+                f"{got} of {expected} runs were read (num_runs={expected})",
+            )
     recomputed = st.seconds > 0 and st.tokens > 0 and st.runs > 0
     overall = st.tokens / st.seconds if recomputed else None
     section_missing = st.in_results is None and st.printed_overall is None and not st.results_ok
@@ -230,10 +242,13 @@ def _finish(st: _State, ctx: ParseContext) -> Iterator[Record]:
         yield SummaryItem("throughput_tok_s", st.printed_overall)
         yield SummaryItem("recomputed", False)
         if overall is not None and abs(overall - st.printed_overall) > 0.05 + overall * 0.005:
-            ctx.warn(st.last_line, "inconsistent-value",
-                     f"the printed overall {st.printed_overall} tok/s differs from "
-                     f"Σtokens/Σseconds = {overall:.1f} tok/s of the runs read; "
-                     "the printed value is kept")
+            ctx.warn(
+                st.last_line,
+                "inconsistent-value",
+                f"the printed overall {st.printed_overall} tok/s differs from "
+                f"Σtokens/Σseconds = {overall:.1f} tok/s of the runs read; "
+                "the printed value is kept",
+            )
     else:
         yield SummaryItem("runs", st.runs)
         yield SummaryItem("output_tokens", st.tokens)
@@ -244,8 +259,11 @@ def _finish(st: _State, ctx: ParseContext) -> Iterator[Record]:
         line = st.last_line if section_missing else (st.results_cut_line or st.last_line)
         figure = f"{overall:.1f} tok/s" if overall is not None else "nothing (no complete run)"
         if st.runs or st.block >= 0:
-            ctx.warn(line, "truncated-output",
-                     f"the results section {where}; the overall throughput was recomputed "
-                     f"from {st.runs} runs (Σtokens/Σseconds): {figure}")
+            ctx.warn(
+                line,
+                "truncated-output",
+                f"the results section {where}; the overall throughput was recomputed "
+                f"from {st.runs} runs (Σtokens/Σseconds): {figure}",
+            )
     if st.results:
         yield SummaryItem("results", dict(st.results))

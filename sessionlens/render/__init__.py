@@ -1,0 +1,1 @@
+"""Renderers: views in, text out; they never write files."""

@@ -1,0 +1,186 @@
+"""The command line in-process: output, one-line errors, exit codes (DESIGN §1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sessionlens.cli import main
+from tests.conftest import FIXTURES
+
+SEED = FIXTURES / "formats" / "bench-stdout" / "seed-truncated.log"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_parse_json_seed(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "parse", str(SEED), "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    tput = [s["value"] for s in doc["samples"] if s["metric"] == "throughput_tok_s"]
+    assert tput == [60.4, 65.5, 50.9, 61.5, 59.5]
+    assert [d["code"] for d in doc["diagnostics"]].count("truncated-output") == 1
+    src = doc["sources"][0]
+    assert set(src) >= {
+        "path",
+        "format",
+        "embedded_formats",
+        "lines",
+        "sha256",
+        "settings",
+        "summary",
+        "blocks",
+    }
+    assert src["summary"]["recomputed"] is True
+    assert src["summary"]["throughput_tok_s"] == 10233 / 173.01
+    assert set(doc["samples"][0]) == {
+        "config",
+        "source",
+        "line",
+        "block",
+        "run",
+        "rank",
+        "ts",
+        "metric",
+        "value",
+    }
+    assert "[truncated-output]" in err
+
+
+def test_parse_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "parse", str(SEED))
+    assert code == 0
+    assert "throughput_tok_s  5     59.6   50.9   65.5  tok/s" in out
+    assert "recomputed" in out
+
+
+def test_parse_csv_and_parquet(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "parse", str(SEED), "--format", "csv")
+    assert code == 0
+    assert out.splitlines()[0] == "config,source,line,block,run,rank,ts,metric,value"
+    assert len(out.splitlines()) == 21
+    target = tmp_path / "s.parquet"
+    code, out, _ = run(capsys, "parse", str(SEED), "--out", str(target))
+    assert code == 0
+    assert out == ""
+    import polars as pl
+
+    frame = pl.read_parquet(target)
+    assert frame.filter(pl.col("metric") == "throughput_tok_s")["value"].to_list() == [
+        60.4,
+        65.5,
+        50.9,
+        61.5,
+        59.5,
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ["parse", "/no/such/file.log"],
+            "/no/such/file.log: error: no such file or folder [usage]",
+        ),
+        (
+            ["parse", "--format", "parquet", str(SEED)],
+            "sessionlens: error: --format parquet needs --out FILE [usage]",
+        ),
+        (
+            ["parse", "--format", "json", "--out", "x.csv", str(SEED)],
+            "sessionlens: error: --format json conflicts with the suffix of --out x.csv [usage]",
+        ),
+        (["parse", "--bogus"], None),
+        ([], None),
+    ],
+)
+def test_usage_errors_exit_2(
+    capsys: pytest.CaptureFixture[str], args: list[str], expected: str | None
+) -> None:
+    code, _out, err = run(capsys, *args)
+    assert code == 2
+    assert "Traceback" not in err
+    if expected is not None:
+        assert err.strip().splitlines()[-1] == expected
+
+
+def test_random_bytes_empty_file_empty_folder(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    rnd = tmp_path / "random.bin"
+    rnd.write_bytes(bytes((i * 7919 + 13) % 256 for i in range(4096)))
+    code, _, err = run(capsys, "parse", str(rnd))
+    assert code == 2
+    assert f"{rnd}: error: no parser recognises this file" in err
+    assert (
+        err.strip().splitlines()[-1]
+        == "sessionlens: error: no sample could be read from 1 file [input]"
+    )
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    code, _, err = run(capsys, "parse", str(empty))
+    assert code == 2
+    assert err.splitlines() == [
+        f"{empty}: warning: the file is empty [empty-file]",
+        "sessionlens: error: no sample could be read from 1 file [input]",
+    ]
+    folder = tmp_path / "nothing"
+    folder.mkdir()
+    (folder / "notes.md").write_text("# not an input\n")
+    (folder / "junk.txt").write_text("hello\nworld\n")
+    code, _, err = run(capsys, "parse", str(folder))
+    assert code == 2
+    assert f"{folder}/junk.txt: error: no parser recognises this file (2 lines)" in err
+    assert "notes.md" not in err
+
+
+def test_out_refuses_to_overwrite_input(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    log = tmp_path / "run.log"
+    log.write_bytes(SEED.read_bytes())
+    code, _, err = run(capsys, "parse", str(log), "--format", "json", "--out", str(log))
+    assert code == 2
+    assert err.strip().endswith("refusing to overwrite an input file with the output [usage]")
+    assert log.read_bytes() == SEED.read_bytes()
+
+
+def test_unwritable_out_keeps_nothing(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "parse", str(SEED), "--out", str(tmp_path / "no" / "x.json"))
+    assert code == 2
+    assert "cannot write" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_python_dash_m_and_version() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "sessionlens", "--version"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(FIXTURES.parent)},
+    )
+    assert proc.returncode == 0
+    assert proc.stdout.startswith("sessionlens ")
+
+
+def test_import_is_light() -> None:
+    code = (
+        "import sys, sessionlens; sessionlens.parse_text; "
+        "print(sorted(m for m in ('polars', 'scipy') if m in sys.modules))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(FIXTURES.parent)},
+    )
+    assert proc.stdout.strip() == "[]"

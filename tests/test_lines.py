@@ -1,0 +1,98 @@
+"""Line reading (DESIGN §2): numbering, CR handling, gzip, UTF-8, noise cleanup."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from sessionlens import _lines
+
+
+def lines_of(text: str) -> list[tuple[int, str, bool]]:
+    return [(ln.no, ln.text, ln.cut) for ln in _lines.from_text(text).lines()]
+
+
+def test_numbering_counts_newlines_only() -> None:
+    assert lines_of("a\nb\x0bc\x0cd\u2028e\n") == [
+        (1, "a", False),
+        (2, "b\x0bc\x0cd\u2028e", False),
+    ]
+
+
+def test_crlf_and_progress_rewrites() -> None:
+    assert lines_of("a\r\nbar 10%\rbar 90%\rbar 100%\r\nend\r") == [
+        (1, "a", False),
+        (2, "bar 100%", False),
+        (3, "end", True),
+    ]
+
+
+def test_last_line_without_newline_is_cut() -> None:
+    assert lines_of("x\ny") == [(1, "x", False), (2, "y", True)]
+    assert lines_of("x\n") == [(1, "x", False)]
+
+
+@pytest.mark.parametrize(
+    ("raw", "clean"),
+    [
+        ("\x1b[32mINFO\x1b[0m text", "INFO text"),
+        ("[1;36m(APIServer pid=1)[0;0m INFO", "(APIServer pid=1) INFO"),
+        ("\x1b[2K\x1b[1Aprogress", "progress"),
+        ("> Run 1/5: x", "Run 1/5: x"),
+        (">Run 1/5: x", "Run 1/5: x"),
+        ("> > nested", "nested"),
+        ("```text", ""),
+        ("~~~", ""),
+        ("`accept len: 2.00`, **gen**", "accept len: 2.00, gen"),
+        ("[2025-01-01 10:00:00 TP0] Decode", "[2025-01-01 10:00:00 TP0] Decode"),
+    ],
+)
+def test_clean(raw: str, clean: str) -> None:
+    assert _lines.clean(raw) == clean
+
+
+def test_gzip_and_sha256_of_raw_bytes(tmp_path: Path) -> None:
+    import hashlib
+
+    body = b"Run 1/1: 1 tokens in 1.00s = 1.0 tok/s (prompt: 1 toks)\n" * 3
+    p = tmp_path / "x.log.gz"
+    p.write_bytes(gzip.compress(body))
+    src = _lines.read(p)
+    got = [ln.text for ln in src.lines()]
+    assert len(got) == 3
+    assert src.sha256 == hashlib.sha256(p.read_bytes()).hexdigest()
+    assert src.n_lines == 3
+    assert "Run 1/1" in src.head
+
+
+def test_non_utf8_is_replaced_with_a_diagnostic(tmp_path: Path) -> None:
+    p = tmp_path / "bad.log"
+    p.write_bytes(b"ok\nbad \xff\xfe here\nok\n")
+    src = _lines.read(p, display="bad.log")
+    texts = [ln.text for ln in src.lines()]
+    assert texts[1] == "bad \ufffd\ufffd here"
+    assert [str(d) for d in src.notes] == [
+        "bad.log:2: warning: bytes that are not UTF-8 were replaced on line(s) 2 [non-utf8]"
+    ]
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    p = tmp_path / "e.log"
+    p.write_bytes(b"")
+    src = _lines.read(p, display="e.log")
+    assert list(src.lines()) == []
+    assert [d.code for d in src.notes] == ["empty-file"]
+
+
+def test_large_file_is_read_in_chunks(tmp_path: Path) -> None:
+    p = tmp_path / "big.log"
+    line = b"x" * 999 + b"\n"
+    p.write_bytes(line * 3000)  # ~3 MB, several chunks; lines cross chunk borders
+    src = _lines.read(p)
+    n = 0
+    for ln in src.lines():
+        n += 1
+        assert len(ln.text) == 999
+    assert n == 3000 == src.n_lines

@@ -178,6 +178,113 @@ def parse_cmd(
     return 0
 
 
+class ReportFormat(StrEnum):
+    md = "md"
+    html = "html"
+    json = "json"
+
+
+class MathFormat(StrEnum):
+    text = "text"
+    json = "json"
+
+
+def session_ref(logdir: Path, out: Path | None) -> str:
+    """LOGDIR relative to the report's folder (DESIGN §7 header), as a posix path."""
+    import os
+
+    base = out.resolve().parent if out is not None else Path.cwd().resolve()
+    try:
+        rel = os.path.relpath(logdir.resolve(), base)
+    except ValueError:  # another drive
+        rel = str(logdir.resolve())
+    return Path(rel).as_posix()
+
+
+@app.command("report")
+def report_cmd(
+    logdir: Annotated[Path, typer.Argument(help="The session folder.")],
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the report here.")] = None,
+    fmt: Annotated[
+        ReportFormat | None, typer.Option("--format", "-f", help="md (default), html or json.")
+    ] = None,
+    baseline: Annotated[
+        str | None, typer.Option("--baseline", help="Config every other config is compared with.")
+    ] = None,
+    hypothesis: Annotated[
+        list[str] | None,
+        typer.Option("--hypothesis", help='Add a claim: "B > A on METRIC by 20%". Repeatable.'),
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No verdict summary.")] = False,
+) -> int:
+    """Analyse a session folder and write the decision report."""
+    from . import _output
+    from .analysis import analyze
+    from .errors import InputError
+    from .render import render_report
+    from .session import load_session
+
+    kind = resolve_format(fmt.value if fmt else None, out, ("md", "html", "json"), "md")
+    session = load_session(logdir, baseline=baseline, hypotheses=hypothesis or [])
+    if out is not None:
+        _output.refuse_inputs(out, session.input_paths())
+    if len(session.columns) == 0:
+        for d in session.diagnostics:
+            _err(str(d))
+        n = len(session.sources)
+        raise InputError(
+            f"no sample could be read from {n} input{'s' if n != 1 else ''}", path=str(logdir)
+        )
+    analysis = analyze(session)
+    text = render_report(analysis, kind, session_ref(logdir, out))
+    if out is not None:
+        _output.write_atomic(out, text)
+    else:
+        sys.stdout.write(text)
+    for d in analysis.diagnostics:
+        if d.level != "info" or not quiet:
+            _err(str(d))
+    if not quiet:
+        for h in analysis.hypotheses:
+            _err(f"{h.id} {h.verdict.upper()}: {h.reason}")
+        if out is not None:
+            _err(f"wrote {out}")
+    return 0
+
+
+@app.command("spec-math")
+def spec_math_cmd(
+    cycle_ms: Annotated[float, typer.Option("--cycle-ms", help="Time of one draft+verify cycle.")],
+    accept_len: Annotated[
+        float, typer.Option("--accept-len", help="Mean acceptance length, bonus token counted.")
+    ],
+    baseline_tok_s: Annotated[
+        float | None, typer.Option("--baseline-tok-s", help="Non-speculative throughput.")
+    ] = None,
+    target_tok_s: Annotated[
+        float | None, typer.Option("--target-tok-s", help="A throughput goal.")
+    ] = None,
+    steps: Annotated[int | None, typer.Option("--steps", help="Draft steps k.")] = None,
+    measured_tok_s: Annotated[
+        float | None, typer.Option("--measured-tok-s", help="Measured speculative throughput.")
+    ] = None,
+    fmt: Annotated[
+        MathFormat, typer.Option("--format", "-f", help="text or json.")
+    ] = MathFormat.text,
+) -> int:
+    """Speculative-decoding economics: ceiling, break-even and needed acceptance."""
+    from .render.specmath_text import economics_json, economics_text
+    from .specmath import economics
+
+    if cycle_ms <= 0 or accept_len <= 0:
+        raise UsageError("--cycle-ms and --accept-len must be positive")
+    if steps is not None and steps < 1:
+        raise UsageError("--steps must be at least 1")
+    e = economics(cycle_ms, accept_len, steps, measured_tok_s, baseline_tok_s, target_tok_s)
+    sys.stdout.write(economics_json(e) if fmt is MathFormat.json else economics_text(e))
+    return 0
+
+
 def _empty_folder(path: str) -> Diagnostic:
     from . import diagnostics as dg
 

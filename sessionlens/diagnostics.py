@@ -48,9 +48,40 @@ CODES: dict[str, tuple[Level, str]] = {
     "mixed-accept-len": ("warning", "acceptance lengths count the bonus token differently"),
     "zero-variance": ("info", "all values are equal"),
     # --- sglang-server / phase-timing / server args codes ---
+    "unknown-field": ("info", "a field of a known log line is not known; it was ignored (counted)"),
     # --- serving benchmark codes ---
     # --- vllm-server / one-batch codes ---
+    "unknown-field": ("info", "a field of a known line is not known; it was skipped"),
+    "idle-interval": ("info", "idle engine intervals (nothing running, 0 tokens/s) are not samples"),
+    "cumulative-baseline": (
+        "info",
+        "a cumulative counter's first value has no start before it; it only sets the baseline",
+    ),
+    "counter-reset": ("info", "a cumulative counter went down (a restart); deltas restart at zero"),
+    "accept-len-bonus-unknown": (
+        "warning",
+        "whether the acceptance length counts the bonus token cannot be told",
+    ),
+    "warmup-excluded": ("info", "warm-up results are not samples"),
+    "skipped-case": ("info", "the benchmark skipped a case"),
+    "incomplete-case": ("warning", "a benchmark case ends before its summary lines"),
     # --- statistics codes ---
+    "non-finite-value": ("warning", "a nan or infinite value was left out of the statistics"),
+    "undefined-change": ("warning", "the baseline mean is zero or negative; no relative change"),
+    "outlier-sensitive": ("warning", "the verdict changes when flagged outliers are left out"),
+    "accept-len-below-one": (
+        "warning",
+        "acceptance length below 1: the source likely does not count the bonus token",
+    ),
+    "accept-len-above-steps": (
+        "warning",
+        "acceptance length above draft steps + 1: steps or bonus-token counting is off",
+    ),
+    "above-ceiling": (
+        "warning",
+        "measured throughput exceeds the ceiling: cycle time, acceptance length or the "
+        "throughput kind does not fit",
+    ),
 }
 
 

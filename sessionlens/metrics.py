@@ -107,10 +107,62 @@ _add("total_latency_s", "s", "lower", "mean", "total latency")
 _add("last_gen_throughput_tok_s", "tok/s", "higher", "sum", "last generation throughput")
 
 # --- sglang-server extras (added by the SGLang server parser) ---
+_add("cuda_graph", "fraction", None, "mean", "decode intervals run with CUDA (or CPU/NPU) graphs")
+_add("largest_len", "tokens", None, "mean", "longest sequence in the decode batch (0.4.4)")
+_add("spec_cap_len", "tokens/cycle", None, "mean", "speculative cap length (0.5.18+)")
+_add("block_accept_len", "tokens/cycle", "higher", "mean", "DSpark block acceptance length")
+_add("full_token_usage", "fraction", None, "mean", "full-attention KV pool usage (hybrid)")
+_add("swa_token_usage", "fraction", None, "mean", "sliding-window KV pool usage (hybrid)")
+_add("mamba_usage", "fraction", None, "mean", "Mamba state pool usage (hybrid)")
+_add("num_swa_token", "tokens", None, "sum", "tokens held in the sliding-window pool")
+_add("mamba_num", "slots", None, "sum", "Mamba state slots in use")
+_add("prealloc_usage", "fraction", None, "mean", "pre-allocated KV usage (PD decode)")
+_add("prealloc_req", "req", None, "sum", "pre-allocated requests (PD decode)")
+_add("transfer_req", "req", None, "sum", "requests receiving KV (PD decode)")
+_add("retracted_req", "req", "lower", "sum", "retracted requests (PD decode)")
+_add("decode_tflops_per_gpu", "TFLOPS/s", "higher", "mean", "estimated decode TFLOPS per GPU")
+_add("read_bw_gb_s", "GB/s", None, "mean", "estimated read bandwidth per GPU")
+_add("write_bw_gb_s", "GB/s", None, "mean", "estimated write bandwidth per GPU")
+_add("fwd_occupancy", "fraction", "higher", "mean", "share of wall time in forward passes")
+_add("fwd_idle_occupancy", "fraction", None, "mean", "share of wall time in forward or idle")
+_add("prefill_num_token", "tokens", None, "sum", "tokens held in the KV cache at prefill")
+_add("prefill_pending_tokens", "tokens", None, "sum", "tokens waiting for prefill")
+_add("prefill_cuda_graph", "fraction", None, "mean", "prefill batches run with graphs")
+_add("prefill_tflops_per_gpu", "TFLOPS/s", "higher", "mean", "estimated prefill TFLOPS per GPU")
+_add("prefill_fwd_occupancy", "fraction", "higher", "mean", "forward occupancy at prefill")
+_add("prefill_prealloc_req", "req", None, "sum", "pre-allocated requests (PD prefill)")
+_add("prefill_inflight_req", "req", None, "sum", "in-flight KV transfers (PD prefill)")
+_add("prefill_bootstrap_req", "req", None, "sum", "requests waiting for bootstrap (PD prefill)")
+_add("prefill_transfer_req", "req", None, "sum", "requests transferring KV (PD prefill)")
+_add("cuda_graph_capture_s", "s", "lower", "mean", "target CUDA-graph capture time at start-up")
+_add("cuda_graph_capture_mem_gb", "GB", "lower", "mean", "memory taken by the CUDA graphs")
 
 # --- serving benchmark extras (sglang-bench-serving, vllm-bench-serve, sglang-bench-offline) ---
 
 # --- vllm-server and sglang-bench-one-batch extras ---
+_add("cpu_kv_cache_usage", "fraction", None, "mean", "CPU (swap) KV-cache usage, vLLM V0")
+_add("cpu_prefix_cache_hit_rate", "fraction", "higher", "mean", "CPU prefix-cache hit rate, V0")
+_add("external_prefix_cache_hit_rate", "fraction", "higher", "mean",
+     "external (connector) prefix-cache hit rate")
+_add("mm_cache_hit_rate", "fraction", "higher", "mean", "multi-modal cache hit rate")
+_add("preemptions", "req", "lower", "sum", "requests preempted in the interval")
+_add("corrupted_req", "req", "lower", "sum", "corrupted requests")
+_add("deferred_req", "req", None, "sum", "deferred requests")
+_add("kv_fetch_waiting_req", "req", None, "sum", "KV fetches waiting to start")
+_add("kv_fetch_in_progress_req", "req", None, "sum", "KV fetches in progress")
+_add("kv_fetch_completed_waiting_req", "req", None, "sum", "completed KV fetches waiting")
+_add("emitted_tokens", "tokens", "higher", "sum", "tokens emitted by speculative decoding")
+_add("system_efficiency", "fraction", "higher", "mean",
+     "emitted / maximum possible tokens (vLLM V0, cumulative)")
+_add("accepted_throughput_tok_s", "tok/s", "higher", "sum", "accepted draft tokens per second")
+_add("drafted_throughput_tok_s", "tok/s", None, "sum", "drafted tokens per second")
+_add("ttft_s", "s", "lower", "mean", "time to first token of the batch")
+_add("last_ttft_s", "s", "lower", "mean", "time to first token of the batch's last request")
+_add("itl_ms", "ms", "lower", "mean", "per-token latency from the output throughput")
+_add("total_output_tokens", "tokens", None, "sum", "output tokens of the case")
+_add("early_stopped_requests", "req", None, "sum", "requests that stopped before output_len")
+_add("steady_state_output_throughput_tok_s", "tok/s", "higher", "sum",
+     "output throughput once every request is decoding")
 
 
 # Dynamic families: phase_<slug>_ms_per_cycle, phase_<slug>_share, position_acceptance_rate_<i>.

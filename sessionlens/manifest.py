@@ -1,0 +1,348 @@
+"""`sessionlens.toml` and the `--hypothesis` mini-language (DESIGN §4).
+
+Owns reading and validating the manifest (every error names `sessionlens.toml:line:`) and
+turning "B > A on METRIC by 20%" into a `HypothesisSpec`. It must not read logs: checks
+that need the data (a metric no config has) happen in `session`.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import ManifestError, UsageError
+
+Direction = Literal["increase", "decrease"]
+
+DEFAULT_MIN_EFFECT = 0.02
+DEFAULT_ALPHA = 0.05
+DEFAULT_METRIC = "throughput_tok_s"
+
+TOP_KEYS = {"title", "alpha", "target_tok_s", "exclude", "configs", "hypotheses"}
+CONFIG_KEYS = {"paths", "label", "format", "settings"}
+HYPOTHESIS_KEYS = {
+    "id",
+    "claim",
+    "metric",
+    "baseline",
+    "candidate",
+    "direction",
+    "min_effect",
+    "varies",
+}
+
+
+class ConfigSpec(BaseModel):
+    """One config of the session: its name, the globs that give its inputs, its settings."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    label: str
+    paths: list[str]
+    format: str | None = None
+    settings: dict[str, Any] = Field(default_factory=dict)
+    line: int | None = None
+
+
+class HypothesisSpec(BaseModel):
+    """A claim to judge: candidate vs baseline on a metric, a direction, a smallest effect."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    claim: str
+    metric: str = DEFAULT_METRIC
+    baseline: str
+    candidate: str
+    direction: Direction = "increase"
+    min_effect: float = DEFAULT_MIN_EFFECT
+    varies: list[str] | None = None
+    line: int | None = None
+    origin: Literal["manifest", "cli"] = "manifest"
+
+
+class Manifest(BaseModel):
+    """The parsed `sessionlens.toml`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    path: str
+    title: str | None = None
+    alpha: float = DEFAULT_ALPHA
+    target_tok_s: float | None = None
+    exclude: list[str] = Field(default_factory=list)
+    configs: list[ConfigSpec] = Field(default_factory=list)
+    hypotheses: list[HypothesisSpec] = Field(default_factory=list)
+
+
+class _Locator:
+    """Line numbers for keys and tables, found in the raw text (tomllib gives none)."""
+
+    def __init__(self, text: str) -> None:
+        self.lines = text.split("\n")
+
+    def table(self, header: str, nth: int = 0) -> int | None:
+        pattern = re.compile(
+            r"^\s*\[\[?\s*" + re.escape(header).replace(r"\.", r"\s*\.\s*") + r"\s*\]\]?\s*(#.*)?$"
+        )
+        seen = 0
+        for i, line in enumerate(self.lines, 1):
+            if pattern.match(line):
+                if seen == nth:
+                    return i
+                seen += 1
+        return None
+
+    def key(self, key: str, start: int | None = None) -> int | None:
+        pattern = re.compile(r"^\s*(" + re.escape(key) + r"|\"" + re.escape(key) + r"\")\s*=")
+        begin = start or 1
+        for i in range(begin, len(self.lines) + 1):
+            line = self.lines[i - 1]
+            if i > begin and start is not None and re.match(r"^\s*\[", line):
+                break
+            if pattern.match(line):
+                return i
+        return None
+
+    def inline_key(self, key: str, start: int | None) -> int | None:
+        """The line of `key` inside an inline table such as `configs.x = {...}`."""
+        pattern = re.compile(r"(^|[{,\s])" + re.escape(key) + r"\s*=")
+        for i in range(start or 1, len(self.lines) + 1):
+            if pattern.search(self.lines[i - 1]):
+                return i
+        return start
+
+
+def _err(path: str, line: int | None, message: str) -> ManifestError:
+    return ManifestError(message, path=path, line=line)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def load(path: Path, shown: str = "sessionlens.toml") -> Manifest:
+    """Read and validate a manifest; any problem is a `ManifestError` naming the line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _err(shown, None, f"cannot read the manifest: {exc}") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        msg = str(exc)
+        m = re.search(r"\(at line (\d+), column \d+\)", msg)
+        line = int(m.group(1)) if m else None
+        msg = re.sub(r"\s*\(at line \d+, column \d+\)", "", msg)
+        raise _err(shown, line, f"invalid TOML: {msg}") from None
+    loc = _Locator(text)
+    for key in data:
+        if key not in TOP_KEYS:
+            raise _err(
+                shown,
+                loc.key(key) or loc.table(key),
+                f"unknown key {key!r} (known: {', '.join(sorted(TOP_KEYS))})",
+            )
+    title = data.get("title")
+    if title is not None and not isinstance(title, str):
+        raise _err(shown, loc.key("title"), "title must be a string")
+    alpha = data.get("alpha", DEFAULT_ALPHA)
+    if not _number(alpha) or not 0 < alpha < 0.5:
+        raise _err(
+            shown, loc.key("alpha"), f"alpha must be a number between 0 and 0.5, not {alpha!r}"
+        )
+    target = data.get("target_tok_s")
+    if target is not None and (not _number(target) or target <= 0):
+        raise _err(
+            shown,
+            loc.key("target_tok_s"),
+            f"target_tok_s must be a positive number, not {target!r}",
+        )
+    exclude = data.get("exclude", [])
+    if not isinstance(exclude, list) or not all(isinstance(x, str) for x in exclude):
+        raise _err(shown, loc.key("exclude"), "exclude must be a list of glob strings")
+
+    configs: list[ConfigSpec] = []
+    raw_configs = data.get("configs", {})
+    if not isinstance(raw_configs, dict):
+        raise _err(shown, loc.key("configs"), "configs must be a table of tables ([configs.NAME])")
+    for name, body in raw_configs.items():
+        line = loc.table(f"configs.{name}") or loc.key(name) or loc.key("configs")
+        if not isinstance(body, dict):
+            raise _err(shown, line, f"config {name!r} must be a table")
+        for key in body:
+            if key not in CONFIG_KEYS:
+                raise _err(
+                    shown,
+                    loc.key(key, line) or loc.inline_key(key, line),
+                    f"unknown key {key!r} in config {name!r} "
+                    f"(known: {', '.join(sorted(CONFIG_KEYS))})",
+                )
+        paths = body.get("paths", [f"{name}/*"])
+        if isinstance(paths, str):
+            paths = [paths]
+        if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths) or not paths:
+            raise _err(
+                shown,
+                loc.key("paths", line) or line,
+                f"paths of config {name!r} must be a list of globs",
+            )
+        label = body.get("label", name)
+        fmt = body.get("format")
+        if not isinstance(label, str):
+            raise _err(shown, loc.key("label", line) or line, "label must be a string")
+        if fmt is not None:
+            from .parsers import PARSERS
+
+            if fmt not in PARSERS:
+                raise _err(
+                    shown,
+                    loc.key("format", line) or line,
+                    f"unknown format {fmt!r} (known: {', '.join(sorted(PARSERS))})",
+                )
+        settings = body.get("settings", {})
+        if not isinstance(settings, dict):
+            raise _err(shown, loc.key("settings", line) or line, "settings must be a table")
+        configs.append(
+            ConfigSpec(
+                name=name,
+                label=label,
+                paths=paths,
+                format=fmt,
+                settings=_flatten(settings),
+                line=line,
+            )
+        )
+    names = [c.name for c in configs]
+
+    hyps: list[HypothesisSpec] = []
+    raw_h = data.get("hypotheses", [])
+    if not isinstance(raw_h, list):
+        raise _err(
+            shown, loc.key("hypotheses"), "hypotheses must be an array of tables ([[hypotheses]])"
+        )
+    for i, body in enumerate(raw_h):
+        line = loc.table("hypotheses", i)
+        if not isinstance(body, dict):
+            raise _err(shown, line, "each hypothesis must be a table")
+        for key in body:
+            if key not in HYPOTHESIS_KEYS:
+                raise _err(
+                    shown,
+                    loc.key(key, line) or line,
+                    f"unknown key {key!r} in a hypothesis "
+                    f"(known: {', '.join(sorted(HYPOTHESIS_KEYS))})",
+                )
+        for key in ("baseline", "candidate"):
+            if key not in body:
+                raise _err(shown, line, f"hypothesis {i + 1} needs {key!r}")
+            if not isinstance(body[key], str) or (names and body[key] not in names):
+                raise _err(
+                    shown,
+                    loc.key(key, line) or line,
+                    f"unknown config {body[key]!r} in {key} "
+                    f"(configs: {', '.join(names) or 'none'})",
+                )
+        direction = body.get("direction", "increase")
+        if direction not in ("increase", "decrease"):
+            raise _err(
+                shown,
+                loc.key("direction", line) or line,
+                f'direction must be "increase" or "decrease", not {direction!r}',
+            )
+        min_effect = body.get("min_effect", DEFAULT_MIN_EFFECT)
+        if not _number(min_effect) or min_effect < 0:
+            raise _err(
+                shown,
+                loc.key("min_effect", line) or line,
+                f"min_effect must be a fraction >= 0 (0.20 for 20 %), not {min_effect!r}",
+            )
+        metric = body.get("metric", DEFAULT_METRIC)
+        if not isinstance(metric, str) or not metric:
+            raise _err(shown, loc.key("metric", line) or line, "metric must be a metric name")
+        varies = body.get("varies")
+        if varies is not None and (
+            not isinstance(varies, list) or not all(isinstance(v, str) for v in varies)
+        ):
+            raise _err(
+                shown, loc.key("varies", line) or line, "varies must be a list of setting names"
+            )
+        hid = body.get("id", f"H{i + 1}")
+        claim = body.get("claim") or (
+            f"{body['candidate']} {'>' if direction == 'increase' else '<'} {body['baseline']} "
+            f"on {metric} by {min_effect * 100:g}%"
+        )
+        hyps.append(
+            HypothesisSpec(
+                id=str(hid),
+                claim=str(claim),
+                metric=metric,
+                baseline=body["baseline"],
+                candidate=body["candidate"],
+                direction=direction,
+                min_effect=float(min_effect),
+                varies=varies,
+                line=line,
+                origin="manifest",
+            )
+        )
+    seen: set[str] = set()
+    for h in hyps:
+        if h.id in seen:
+            raise _err(shown, h.line, f"duplicate hypothesis id {h.id!r}")
+        seen.add(h.id)
+    return Manifest(
+        path=shown,
+        title=title,
+        alpha=float(alpha),
+        target_tok_s=float(target) if target is not None else None,
+        exclude=exclude,
+        configs=configs,
+        hypotheses=hyps,
+    )
+
+
+def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+_HYP = re.compile(
+    r"^\s*(?P<cand>[^\s<>]+)\s*(?P<op>[<>])\s*(?P<base>[^\s<>]+)"
+    r"(?:\s+on\s+(?P<metric>[A-Za-z0-9_]+))?"
+    r"(?:\s+by\s+(?P<num>[0-9]*\.?[0-9]+)\s*(?P<pct>%)?)?\s*$"
+)
+
+
+def parse_hypothesis(text: str, hid: str) -> HypothesisSpec:
+    """`"B > A on METRIC by 20%"` (`<` for decrease; metric defaults to throughput_tok_s,
+    effect to 2 %). A bare number after `by` is a percentage too (`by 20` = 20 %)."""
+    m = _HYP.match(text)
+    if m is None:
+        raise UsageError(
+            f'cannot read --hypothesis {text!r}: expected "CANDIDATE > BASELINE '
+            f'[on METRIC] [by N%]"'
+        )
+    num = m.group("num")
+    min_effect = float(num) / 100 if num is not None else DEFAULT_MIN_EFFECT
+    return HypothesisSpec(
+        id=hid,
+        claim=text.strip(),
+        metric=m.group("metric") or DEFAULT_METRIC,
+        baseline=m.group("base"),
+        candidate=m.group("cand"),
+        direction="increase" if m.group("op") == ">" else "decrease",
+        min_effect=min_effect,
+        origin="cli",
+    )

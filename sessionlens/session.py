@@ -1,0 +1,247 @@
+"""A session folder: discovery, configs, dispatch to parsers, provenance, the tidy table.
+
+Owns `load_session(path)`: which files are inputs (DESIGN §2), which config takes each
+(manifest globs or sub-folders, §4), parsing them, the inputs digest (§7) and the settings
+of each config. It must not compute statistics.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any
+
+from . import _discover
+from . import diagnostics as dg
+from .errors import ManifestError, UsageError
+from .manifest import ConfigSpec, HypothesisSpec, Manifest, load, parse_hypothesis
+from .model import SampleColumns, SourceInfo
+from .parsers import parse_path
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+class Session:
+    """A loaded session: configs, hypotheses, sources, diagnostics and the tidy samples."""
+
+    def __init__(
+        self,
+        root: Path,
+        title: str,
+        alpha: float,
+        target_tok_s: float | None,
+        configs: list[ConfigSpec],
+        hypotheses: list[HypothesisSpec],
+        sources: list[SourceInfo],
+        source_config: dict[str, str | None],
+        diagnostics: list[dg.Diagnostic],
+        columns: SampleColumns,
+        inputs_digest: str,
+        baseline: str | None,
+        cli_hypotheses: list[str],
+        has_manifest: bool,
+    ) -> None:
+        self.root = root
+        self.title = title
+        self.alpha = alpha
+        self.target_tok_s = target_tok_s
+        self.configs = configs
+        self.hypotheses = hypotheses
+        self.sources = sources
+        self.source_config = source_config
+        self.diagnostics = diagnostics
+        self.columns = columns
+        self.inputs_digest = inputs_digest
+        self.baseline = baseline
+        self.cli_hypotheses = cli_hypotheses
+        self.has_manifest = has_manifest
+
+    @property
+    def samples(self) -> pl.DataFrame:
+        """The tidy sample table (DESIGN §3)."""
+        return self.columns.frame()
+
+    def config_settings(self, name: str) -> dict[str, Any]:
+        """Settings of a config: its sources' settings (first value wins), then the manifest's."""
+        merged: dict[str, Any] = {}
+        for src in self.sources:
+            if self.source_config.get(src.path) != name:
+                continue
+            for key, value in src.settings.items():
+                merged.setdefault(key, value)
+            for block in src.blocks:
+                for key, value in block.settings.items():
+                    merged.setdefault(key, value)
+        spec = next(c for c in self.configs if c.name == name)
+        merged.update(spec.settings)
+        return merged
+
+    def input_paths(self) -> list[Path]:
+        """Absolute paths of every input (for refusing to overwrite one)."""
+        return [self.root / s.path for s in self.sources]
+
+    def __repr__(self) -> str:
+        return (
+            f"Session({self.root.name!r}, configs={[c.name for c in self.configs]}, "
+            f"sources={len(self.sources)}, samples={len(self.columns)})"
+        )
+
+
+def digest(entries: Sequence[tuple[str, str]]) -> str:
+    """`sha256:` of the lines `<posix path>\\t<sha256>\\n`, sorted by path (DESIGN §7)."""
+    h = hashlib.sha256()
+    for rel, sha in sorted(entries):
+        h.update(f"{rel}\t{sha}\n".encode())
+    return "sha256:" + h.hexdigest()
+
+
+def _hash_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        while chunk := fh.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _matches(rel: str, patterns: Sequence[str]) -> bool:
+    for pattern in patterns:
+        p = pattern.strip("/")
+        if fnmatch.fnmatchcase(rel, p):
+            return True
+        if "/" not in p.rstrip("*") and fnmatch.fnmatchcase(rel, p.rstrip("/") + "/*"):
+            return True  # a bare folder name takes the folder's files
+    return False
+
+
+def load_session(
+    path: str | Path,
+    baseline: str | None = None,
+    hypotheses: Sequence[str] = (),
+) -> Session:
+    """Load a session folder: manifest or sub-folder configs, every input parsed."""
+    root = Path(path)
+    if not root.exists():
+        raise UsageError("no such folder", path=str(path))
+    if not root.is_dir():
+        raise UsageError("not a folder: `report` takes a session folder", path=str(path))
+    manifest_path = root / _discover.MANIFEST
+    manifest: Manifest | None = None
+    if manifest_path.is_file():
+        manifest = load(manifest_path, shown=str(manifest_path))
+    files, diags = _discover.walk(root, manifest.exclude if manifest else (), str(root))
+    rels = [PurePosixPath(f.relative_to(root).as_posix()).as_posix() for f in files]
+
+    assign: dict[str, str | None] = {}
+    if manifest is not None:
+        configs = list(manifest.configs)
+        if not configs:
+            raise ManifestError(
+                "the manifest names no config ([configs.NAME])", path=str(manifest_path)
+            )
+        for rel in rels:
+            assign[rel] = next((c.name for c in configs if _matches(rel, c.paths)), None)
+    else:
+        subfolders = sorted({r.split("/", 1)[0] for r in rels if "/" in r})
+        if subfolders:
+            configs = [ConfigSpec(name=s, label=s, paths=[f"{s}/*"]) for s in subfolders]
+            for rel in rels:
+                assign[rel] = rel.split("/", 1)[0] if "/" in rel else None
+        else:
+            name = root.resolve().name or "session"
+            configs = [ConfigSpec(name=name, label=name, paths=["*"])]
+            for rel in rels:
+                assign[rel] = name
+            if rels:
+                diags.append(
+                    dg.make(
+                        "single-config",
+                        str(root),
+                        None,
+                        "all inputs sit in one folder, so they form one config; put each config's "
+                        "files in its own sub-folder (or name configs in sessionlens.toml) to "
+                        "compare them",
+                    )
+                )
+    if not rels and not diags:
+        diags.append(dg.make("empty-folder", str(root), None, "the folder holds no input file"))
+
+    spec_by_name = {c.name: c for c in configs}
+    columns = SampleColumns()
+    sources: list[SourceInfo] = []
+    digest_entries: list[tuple[str, str]] = []
+    for file, rel in zip(files, rels, strict=True):
+        config = assign[rel]
+        if config is None:
+            try:
+                sha = _hash_file(file)
+            except OSError as exc:
+                diags.append(
+                    dg.make(
+                        "unreadable-file", rel, None, f"cannot read the file: {exc.strerror or exc}"
+                    )
+                )
+                continue
+            digest_entries.append((rel, sha))
+            sources.append(SourceInfo(path=rel, format=None, sha256=sha))
+            where = (
+                "no config's paths match it"
+                if manifest is not None
+                else "it sits beside the config sub-folders"
+            )
+            diags.append(
+                dg.make("unassigned-input", rel, None, f"no config takes this input: {where}")
+            )
+            continue
+        info, file_diags = parse_path(
+            file, config=config, source=rel, columns=columns, format=spec_by_name[config].format
+        )
+        sources.append(info)
+        diags.extend(file_diags)
+        if info.sha256:
+            digest_entries.append((rel, info.sha256))
+
+    hyps = list(manifest.hypotheses) if manifest else []
+    start = len(hyps)
+    for i, text in enumerate(hypotheses):
+        hyps.append(parse_hypothesis(text, f"H{start + i + 1}"))
+    names = [c.name for c in configs]
+    if baseline is not None and baseline not in names:
+        raise UsageError(f"--baseline {baseline!r} is not a config (configs: {', '.join(names)})")
+    for h in hyps:
+        if h.origin != "cli":
+            continue
+        for role, name in (("baseline", h.baseline), ("candidate", h.candidate)):
+            if name not in names:
+                raise UsageError(
+                    f"--hypothesis {h.claim!r}: unknown {role} config {name!r} "
+                    f"(configs: {', '.join(names)})"
+                )
+    present = set(columns.metric)
+    for h in hyps:
+        if h.metric not in present:
+            have = ", ".join(sorted(present)) or "none"
+            msg = f"metric {h.metric!r} of hypothesis {h.id} is in no config (metrics: {have})"
+            if h.origin == "cli":
+                raise UsageError(msg)
+            raise ManifestError(msg, path=str(manifest_path), line=h.line)
+
+    title = (manifest.title if manifest and manifest.title else None) or root.resolve().name
+    return Session(
+        root=root,
+        title=title,
+        alpha=manifest.alpha if manifest else 0.05,
+        target_tok_s=manifest.target_tok_s if manifest else None,
+        configs=configs,
+        hypotheses=hyps,
+        sources=sources,
+        source_config={s.path: assign.get(s.path) for s in sources},
+        diagnostics=diags,
+        columns=columns,
+        inputs_digest=digest(digest_entries),
+        baseline=baseline,
+        cli_hypotheses=list(hypotheses),
+        has_manifest=manifest is not None,
+    )

@@ -1,0 +1,452 @@
+"""Statistics of DESIGN §5 as pure functions: numbers in, frozen dataclasses out.
+
+Owns `summarize` (Summary, with Iglewicz–Hoaglin outliers), `compare` (Comparison: Welch
+interval of the relative change, Welch and Mann–Whitney p, Hedges' g), `holm`, the
+benchstat-like minimum-sample check and the sample-size formula. Caveats are machine codes in
+`warnings`; nothing here words anything for humans, and polars/pydantic/jinja2 stay out.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Any, Literal
+
+__all__ = [
+    "Comparison",
+    "MannWhitneyMethod",
+    "Outliers",
+    "Summary",
+    "compare",
+    "holm",
+    "mannwhitney_min_p",
+    "min_samples",
+    "outliers",
+    "runs_needed",
+    "summarize",
+]
+
+# Warning codes (catalogued in diagnostics.CODES, "statistics codes" section).
+W_FEW = "few-samples"  # fewer samples than a difference at alpha can ever be detected with
+W_ZERO_VAR = "zero-variance"  # all values equal (Summary), or on both sides (Comparison)
+W_OUTLIER = "outlier"  # at least one value flagged (kept)
+W_NON_FINITE = "non-finite-value"  # nan/inf left out of the statistics
+W_UNDEFINED = "undefined-change"  # baseline mean <= 0: no relative change
+
+# Iglewicz & Hoaglin (1993): modified z-score 0.6745·(x − median)/MAD, flagged above 3.5.
+_MZ_FACTOR = 0.6745
+_MZ_THRESHOLD = 3.5
+
+# Limits of the Mann–Whitney methods (see `_mannwhitney`): exact null distribution of U
+# without ties up to this many pairs; exact enumeration of the permutations with ties up to
+# this many splits; beyond both, the normal approximation.
+_MWU_EXACT_MAX_PAIRS = 2500
+_MWU_PERMUTATION_MAX_SPLITS = 5000
+
+MannWhitneyMethod = Literal["exact", "permutation", "asymptotic"]
+
+
+@dataclass(frozen=True, slots=True)
+class Outliers:
+    """Values flagged by |0.6745·(x − median)/MAD| > 3.5: indices into the input."""
+
+    indices: tuple[int, ...]
+    median: float | None
+    mad: float | None
+    threshold: float = _MZ_THRESHOLD
+
+
+@dataclass(frozen=True, slots=True)
+class Summary:
+    """One config × metric: location, spread, t interval of the mean, flagged outliers.
+
+    `n` counts the finite values used; `outliers` are indices into the input sequence (nan and
+    inf are skipped, so indices still point at the caller's rows).
+    """
+
+    n: int
+    mean: float | None
+    median: float | None
+    stdev: float | None
+    cv: float | None
+    ci_low: float | None
+    ci_high: float | None
+    min: float | None
+    max: float | None
+    outliers: tuple[int, ...]
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Candidate B against baseline A.
+
+    `change` is r = (mean_B − mean_A)/mean_A and `ci_low`/`ci_high` its interval: the Welch
+    t-interval of mean_B − mean_A (`diff_ci_low`/`diff_ci_high`, Welch–Satterthwaite `df`)
+    divided by mean_A. `pooled_sd` feeds Hedges' g and the sample-size formula.
+    """
+
+    n_a: int
+    n_b: int
+    mean_a: float | None
+    mean_b: float | None
+    diff: float | None
+    diff_ci_low: float | None
+    diff_ci_high: float | None
+    change: float | None
+    ci_low: float | None
+    ci_high: float | None
+    df: float | None
+    p_welch: float | None
+    p_mannwhitney: float | None
+    mannwhitney_method: MannWhitneyMethod | None
+    hedges_g: float | None
+    pooled_sd: float | None
+    alpha: float
+    min_samples: int
+    warnings: tuple[str, ...]
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _check_alpha(alpha: float) -> None:
+    if not (0.0 < alpha < 1.0):
+        raise ValueError(f"alpha must lie strictly between 0 and 1, not {alpha!r}")
+
+
+def _finite(values: Sequence[float]) -> tuple[list[int], list[float], bool]:
+    """Indices and values of the finite entries, and whether any entry was dropped."""
+    idx = [i for i, v in enumerate(values) if math.isfinite(v)]
+    return idx, [float(values[i]) for i in idx], len(idx) != len(values)
+
+
+def _mean(xs: Sequence[float]) -> float:
+    return math.fsum(xs) / len(xs)
+
+
+def _var(xs: Sequence[float], mean: float) -> float:
+    # Two-pass sum of squares with fsum: exact enough for millions of interval samples,
+    # and far cheaper than statistics.variance's Fractions.
+    return math.fsum((x - mean) ** 2 for x in xs) / (len(xs) - 1)
+
+
+def _median(xs: Sequence[float]) -> float:
+    s = sorted(xs)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+def _t_ppf(q: float, df: float) -> float:
+    from scipy import stats as sps  # lazy: `import sessionlens` must stay fast
+
+    return float(sps.t.ppf(q, df))
+
+
+def _t_sf(x: float, df: float) -> float:
+    from scipy import stats as sps
+
+    return float(sps.t.sf(x, df))
+
+
+def _dedupe(codes: list[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(codes))
+
+
+def _none_if_nan(x: Any) -> float | None:
+    f = float(x)
+    return None if math.isnan(f) else f
+
+
+# ---------------------------------------------------------------- one sample
+
+
+def outliers(values: Sequence[float]) -> Outliers:
+    """Iglewicz–Hoaglin outliers of the finite values; none when MAD is 0 or n < 3."""
+    idx, xs, _ = _finite(values)
+    if not xs:
+        return Outliers((), None, None)
+    med = _median(xs)
+    mad = _median([abs(x - med) for x in xs])
+    if mad == 0:
+        # More than half the values are equal: every other value would score infinite.
+        return Outliers((), med, mad)
+    flagged = tuple(
+        i for i, x in zip(idx, xs, strict=True) if abs(_MZ_FACTOR * (x - med) / mad) > _MZ_THRESHOLD
+    )
+    return Outliers(flagged, med, mad)
+
+
+def summarize(values: Sequence[float], alpha: float = 0.05) -> Summary:
+    """n, mean, median, sample stdev, CV, t interval of the mean at 1 − alpha, min, max, outliers.
+
+    stdev and the interval are None for n < 2; the interval is the point mean when stdev is 0.
+    Non-finite values are left out with a `non-finite-value` warning; an empty input gives
+    n = 0 and None everywhere rather than an exception (bad input is data).
+    """
+    _check_alpha(alpha)
+    _idx, xs, dropped = _finite(values)
+    warnings: list[str] = [W_NON_FINITE] if dropped else []
+    n = len(xs)
+    if n == 0:
+        return Summary(0, None, None, None, None, None, None, None, None, (), (*warnings, W_FEW))
+    mean = _mean(xs)
+    stdev: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    if n >= 2:
+        stdev = math.sqrt(_var(xs, mean))
+        if stdev == 0:
+            ci_low = ci_high = mean
+            warnings.append(W_ZERO_VAR)
+        else:
+            half = _t_ppf(1 - alpha / 2, n - 1) * stdev / math.sqrt(n)
+            ci_low, ci_high = mean - half, mean + half
+    else:
+        warnings.append(W_FEW)
+    # CV against |mean| so a negative-valued metric still gets a positive spread ratio.
+    cv = stdev / abs(mean) if stdev is not None and mean != 0 else None
+    out = outliers(values)
+    if out.indices:
+        warnings.append(W_OUTLIER)
+    return Summary(
+        n=n,
+        mean=mean,
+        median=_median(xs),
+        stdev=stdev,
+        cv=cv,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        min=min(xs),
+        max=max(xs),
+        outliers=out.indices,
+        warnings=_dedupe(warnings),
+    )
+
+
+# ---------------------------------------------------------------- minimum samples
+
+
+def mannwhitney_min_p(n_a: int, n_b: int) -> float:
+    """The smallest two-sided exact Mann–Whitney p-value reachable with these sizes.
+
+    It is reached when the samples do not overlap at all: 2 of the C(n_a+n_b, n_a) equally
+    likely rank splits are that extreme (capped at 1).
+    """
+    if n_a <= 0 or n_b <= 0:
+        return 1.0
+    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+
+
+def min_samples(alpha: float = 0.05) -> int:
+    """Smallest n per side with which a two-sided Mann–Whitney test can reach p < alpha.
+
+    As benchstat's "need >= 4 samples to detect a difference at alpha level 0.05": n = 4
+    gives 2/C(8,4) ≈ 0.029, n = 3 only 2/C(6,3) = 0.1.
+    """
+    _check_alpha(alpha)
+    n = 1
+    while mannwhitney_min_p(n, n) >= alpha:
+        n += 1
+    return n
+
+
+# ---------------------------------------------------------------- two samples
+
+
+def _midranks(values: Sequence[float]) -> list[float]:
+    """1-based ranks with ties given their mean rank (multiples of 0.5, exact in floats)."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    ranks = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for k in range(start, end + 1):
+            ranks[order[k]] = (start + end) / 2 + 1
+        start = end + 1
+    return ranks
+
+
+def _permutation_p(b: list[float], a: list[float]) -> float:
+    """Two-sided p of the rank sum over every split of the pooled values into |B| and |A|.
+
+    Exact given the ties. Only the smaller side is enumerated: its rank sum fixes the other
+    side's (they add up to n(n+1)/2), and orders the splits as U does.
+    """
+    ranks = _midranks(b + a)
+    small = ranks[: len(b)] if len(b) <= len(a) else ranks[len(b) :]
+    observed = sum(small)
+    low = high = total = 0
+    for chosen in itertools.combinations(ranks, len(small)):
+        r = sum(chosen)
+        total += 1
+        low += r <= observed
+        high += r >= observed
+    return min(1.0, 2 * min(low, high) / total)
+
+
+def _splits(n_a: int, n_b: int) -> int:
+    """C(n_a + n_b, min side), without building a huge integer for two large sides."""
+    k = min(n_a, n_b)
+    # C(2k, k) > 5000 from k = 8 on, so larger sides can never be enumerated anyway.
+    return math.comb(n_a + n_b, k) if k <= 16 else _MWU_PERMUTATION_MAX_SPLITS + 1
+
+
+def _mannwhitney(b: list[float], a: list[float]) -> tuple[float | None, MannWhitneyMethod]:
+    """Two-sided Mann–Whitney U p of B against A, and the method used.
+
+    Chosen deliberately rather than by scipy's "auto" (exact only below 9 per side):
+    - no ties and at most 2500 pairs: scipy's exact null distribution of U;
+    - ties (common: logs print one decimal) and at most 5000 splits: every split of the
+      pooled ranks enumerated here — exact given the ties and deterministic, where the normal
+      approximation is poor for small tied samples (scipy's own permutation method also
+      refuses a side of one value);
+    - otherwise the normal approximation with tie and continuity corrections.
+    """
+    from scipy import stats as sps
+
+    ties = len(set(a) | set(b)) < len(a) + len(b)
+    method: MannWhitneyMethod
+    if not ties and len(a) * len(b) <= _MWU_EXACT_MAX_PAIRS:
+        res = sps.mannwhitneyu(b, a, alternative="two-sided", method="exact")
+        p, method = _none_if_nan(res.pvalue), "exact"
+    elif ties and _splits(len(a), len(b)) <= _MWU_PERMUTATION_MAX_SPLITS:
+        p, method = _permutation_p(b, a), "permutation"
+    else:
+        res = sps.mannwhitneyu(b, a, alternative="two-sided", method="asymptotic")
+        p, method = _none_if_nan(res.pvalue), "asymptotic"
+    return (None if p is None else min(1.0, p)), method
+
+
+def compare(a: Sequence[float], b: Sequence[float], alpha: float = 0.05) -> Comparison:
+    """Candidate B against baseline A (DESIGN §5); what the data cannot give is None.
+
+    n < 2 on a side: no Welch interval or p (a side's variance is unknown). Zero variance on
+    both sides: the interval is the point r, p-values and Hedges' g are None. mean_A ≤ 0:
+    the relative change and its interval are None (`undefined-change`). Hedges' g uses the
+    pooled SD and J = 1 − 3/(4(n_a+n_b) − 9); it needs n_a + n_b ≥ 3.
+    """
+    _check_alpha(alpha)
+    _, xa, dropped_a = _finite(a)
+    _, xb, dropped_b = _finite(b)
+    n_a, n_b = len(xa), len(xb)
+    need = min_samples(alpha)
+    warnings: list[str] = [W_NON_FINITE] if dropped_a or dropped_b else []
+    if min(n_a, n_b) < need:
+        warnings.append(W_FEW)
+
+    mean_a = _mean(xa) if n_a else None
+    mean_b = _mean(xb) if n_b else None
+    var_a = _var(xa, mean_a) if mean_a is not None and n_a >= 2 else None
+    var_b = _var(xb, mean_b) if mean_b is not None and n_b >= 2 else None
+    diff = mean_b - mean_a if mean_a is not None and mean_b is not None else None
+
+    pooled_sd: float | None = None
+    if mean_a is not None and mean_b is not None and n_a + n_b >= 3:
+        ss = (var_a or 0.0) * (n_a - 1) + (var_b or 0.0) * (n_b - 1)
+        pooled_sd = math.sqrt(ss / (n_a + n_b - 2))
+
+    both_constant = var_a == 0 and var_b == 0
+    if both_constant:
+        warnings.append(W_ZERO_VAR)
+
+    diff_lo = diff_hi = df = p_welch = None
+    if diff is not None and var_a is not None and var_b is not None:
+        if both_constant:
+            diff_lo = diff_hi = diff
+        else:
+            sa, sb = var_a / n_a, var_b / n_b
+            se = math.sqrt(sa + sb)
+            # Welch–Satterthwaite; a constant side contributes nothing to either sum.
+            df = (sa + sb) ** 2 / (sa**2 / (n_a - 1) + sb**2 / (n_b - 1))
+            half = _t_ppf(1 - alpha / 2, df) * se
+            diff_lo, diff_hi = diff - half, diff + half
+            p_welch = min(1.0, 2 * _t_sf(abs(diff) / se, df))
+
+    change = ci_low = ci_high = None
+    if mean_a is not None and mean_a <= 0:
+        warnings.append(W_UNDEFINED)
+    elif mean_a is not None and diff is not None:
+        change = diff / mean_a
+        if diff_lo is not None and diff_hi is not None:
+            ci_low, ci_high = diff_lo / mean_a, diff_hi / mean_a
+
+    hedges_g = None
+    if diff is not None and pooled_sd is not None and pooled_sd > 0:
+        hedges_g = diff / pooled_sd * (1 - 3 / (4 * (n_a + n_b) - 9))
+
+    p_mw: float | None = None
+    mw_method: MannWhitneyMethod | None = None
+    if n_a and n_b and not both_constant:
+        p_mw, mw_method = _mannwhitney(xb, xa)
+
+    return Comparison(
+        n_a=n_a,
+        n_b=n_b,
+        mean_a=mean_a,
+        mean_b=mean_b,
+        diff=diff,
+        diff_ci_low=diff_lo,
+        diff_ci_high=diff_hi,
+        change=change,
+        ci_low=ci_low,
+        ci_high=ci_high,
+        df=df,
+        p_welch=p_welch,
+        p_mannwhitney=p_mw,
+        mannwhitney_method=mw_method,
+        hedges_g=hedges_g,
+        pooled_sd=pooled_sd,
+        alpha=alpha,
+        min_samples=need,
+        warnings=_dedupe(warnings),
+    )
+
+
+# ---------------------------------------------------------------- several comparisons
+
+
+def holm(pvalues: Sequence[float | None]) -> list[float | None]:
+    """Holm step-down adjusted p-values, in input order; None (and nan) stay None.
+
+    The i-th smallest of m p-values becomes max over j ≤ i of min(1, (m − j + 1)·p_(j)), so
+    the adjusted values keep the order of the raw ones.
+    """
+    present = [i for i, p in enumerate(pvalues) if p is not None and not math.isnan(p)]
+    for i in present:
+        p = pvalues[i]
+        if p is not None and not 0.0 <= p <= 1.0:
+            raise ValueError(f"p-value out of [0, 1]: {p!r}")
+    order = sorted(present, key=lambda i: (pvalues[i], i))
+    m = len(order)
+    out: list[float | None] = [None] * len(pvalues)
+    running = 0.0
+    for rank, i in enumerate(order):
+        p = pvalues[i]
+        assert p is not None  # filtered above; for mypy
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
+
+
+def runs_needed(
+    sd: float | None, difference: float, alpha: float = 0.05, power: float = 0.8
+) -> int | None:
+    """Runs per config for a two-sided test at alpha to detect `difference` with `power`.
+
+    ⌈2·((z₁₋α/₂ + z_power)·sd/difference)²⌉ (normal approximation, equal group sizes).
+    None when sd is None or 0 or the difference is 0: the formula says nothing then.
+    """
+    _check_alpha(alpha)
+    if sd is None or not math.isfinite(sd) or sd <= 0:
+        return None
+    if difference == 0 or not math.isfinite(difference):
+        return None
+    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+    # round() first: 8.000000000001 from float noise must not become 9.
+    return max(2, math.ceil(round(2 * (z * sd / difference) ** 2, 9)))

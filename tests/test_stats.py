@@ -1,0 +1,358 @@
+"""stats.py against scipy, against hand computation, and by property."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import scipy.stats as sps
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sessionlens import diagnostics, specmath, stats, verdict
+from sessionlens.stats import compare, holm, mannwhitney_min_p, min_samples, runs_needed, summarize
+
+# The seed's decode-mode runs (bench-stdout) and a prefill-mode config like our fixtures'.
+DECODE = [60.4, 65.5, 50.9, 61.5, 59.5]
+PREFILL = [59.8, 60.9, 61.2, 59.1, 60.5]
+
+T_975_4 = 2.7764451051977987  # t quantile 0.975 at 4 degrees of freedom (tables)
+
+finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
+positive = st.floats(min_value=1.0, max_value=1e4, allow_nan=False, allow_infinity=False)
+
+
+# ---------------------------------------------------------------- summarize
+
+
+def test_summary_of_the_seed_runs():
+    s = summarize(DECODE)
+    assert s.n == 5
+    assert s.mean == pytest.approx(59.56)
+    assert s.median == 60.4
+    assert s.stdev == pytest.approx(statistics.stdev(DECODE))
+    assert s.cv == pytest.approx(statistics.stdev(DECODE) / 59.56)
+    lo, hi = sps.t.interval(0.95, 4, loc=np.mean(DECODE), scale=sps.sem(DECODE))
+    assert (s.ci_low, s.ci_high) == (pytest.approx(lo), pytest.approx(hi))
+    assert (s.min, s.max) == (50.9, 65.5)
+    assert s.warnings == ("outlier",)
+
+
+def test_outlier_rule_flags_50_9_alone():
+    # median 60.4; |deviations| 0, 5.1, 9.5, 1.1, 0.9 -> MAD 1.1.
+    # 50.9: 0.6745·9.5/1.1 = 5.83 > 3.5; 65.5: 0.6745·5.1/1.1 = 3.13, kept unflagged.
+    out = stats.outliers(DECODE)
+    assert out.indices == (2,)
+    assert out.median == 60.4
+    assert out.mad == pytest.approx(1.1)
+    assert summarize(DECODE).outliers == (2,)
+    assert summarize(PREFILL).outliers == ()
+
+
+def test_no_outliers_when_mad_is_zero():
+    # Three of four values equal: MAD = 0, so the rule is silent (DESIGN §5).
+    assert stats.outliers([5.0, 5.0, 5.0, 9.0]).indices == ()
+    assert summarize([5.0, 5.0, 5.0, 9.0]).outliers == ()
+
+
+def test_outlier_indices_point_at_the_input_despite_non_finite_values():
+    s = summarize([10.0, 10.1, float("nan"), 9.9, 10.0, 50.0, float("inf")])
+    assert s.n == 5
+    assert s.outliers == (5,)
+    assert s.warnings == ("non-finite-value", "outlier")
+    assert s.max == 50.0
+
+
+def test_summary_of_one_value():
+    s = summarize([42.0])
+    assert (s.n, s.mean, s.median, s.min, s.max) == (1, 42.0, 42.0, 42.0, 42.0)
+    assert (s.stdev, s.cv, s.ci_low, s.ci_high) == (None, None, None, None)
+    assert s.warnings == ("few-samples",)
+
+
+def test_summary_of_nothing_is_data_not_an_exception():
+    s = summarize([float("nan")])
+    assert s.n == 0
+    assert s.mean is None
+    assert s.warnings == ("non-finite-value", "few-samples")
+
+
+def test_summary_with_zero_variance_has_a_point_interval():
+    s = summarize([7.0, 7.0, 7.0])
+    assert (s.stdev, s.cv, s.ci_low, s.ci_high) == (0.0, 0.0, 7.0, 7.0)
+    assert s.warnings == ("zero-variance",)
+
+
+def test_summary_alpha_sets_the_interval_level():
+    s = summarize(PREFILL, alpha=0.1)
+    lo, hi = sps.t.interval(0.90, 4, loc=np.mean(PREFILL), scale=sps.sem(PREFILL))
+    assert (s.ci_low, s.ci_high) == (pytest.approx(lo), pytest.approx(hi))
+
+
+def test_bad_alpha_is_refused():
+    with pytest.raises(ValueError, match=r"alpha must lie strictly between 0 and 1, not 1\.5"):
+        summarize([1.0, 2.0], alpha=1.5)
+
+
+@settings(derandomize=True, max_examples=200)
+@given(st.lists(finite, min_size=2, max_size=30))
+def test_summary_properties(values):
+    s = summarize(values)
+    assert None not in (s.min, s.max, s.median, s.mean, s.ci_low, s.ci_high)
+    assert s.min <= s.median <= s.max
+    assert s.ci_low <= s.mean <= s.ci_high
+    assert set(s.outliers) <= set(range(len(values)))
+    assert s.stdev == pytest.approx(statistics.stdev(values), rel=1e-9, abs=1e-9)
+
+
+# ---------------------------------------------------------------- compare
+
+
+def test_seed_comparison_against_scipy():
+    c = compare(PREFILL, DECODE)
+    res = sps.ttest_ind(DECODE, PREFILL, equal_var=False)
+    ci = res.confidence_interval(0.95)
+    mean_a = float(np.mean(PREFILL))
+    assert c.change == pytest.approx((np.mean(DECODE) - mean_a) / mean_a)
+    assert c.change == pytest.approx(-0.01227, abs=1e-5)
+    assert c.ci_low == pytest.approx(ci.low / mean_a)
+    assert c.ci_high == pytest.approx(ci.high / mean_a)
+    assert c.p_welch == pytest.approx(res.pvalue)
+    assert c.df == pytest.approx(res.df)
+    mw = sps.mannwhitneyu(DECODE, PREFILL, alternative="two-sided", method="exact")
+    assert c.mannwhitney_method == "exact"
+    assert c.p_mannwhitney == pytest.approx(mw.pvalue)
+    assert c.warnings == ()
+    assert c.min_samples == 4
+
+
+def test_welch_by_hand():
+    # a = 1,2,3 and b = 3,4,5: variances 1, se = √(2/3), df = (2/3)²/(2·(1/3)²/2) = 4.
+    c = compare([1.0, 2.0, 3.0], [3.0, 4.0, 5.0])
+    half = T_975_4 * math.sqrt(2 / 3)
+    assert c.diff == 2.0
+    assert c.df == pytest.approx(4.0)
+    assert (c.diff_ci_low, c.diff_ci_high) == (pytest.approx(2 - half), pytest.approx(2 + half))
+    assert c.change == 1.0  # mean_A = 2
+    assert (c.ci_low, c.ci_high) == (pytest.approx((2 - half) / 2), pytest.approx((2 + half) / 2))
+    # t = 2/√(2/3) = √6 on 4 df: p = 0.0705 (tables)
+    assert c.p_welch == pytest.approx(0.070484, abs=1e-6)
+
+
+def test_hedges_g_by_hand():
+    # pooled SD 1, difference 2, J = 1 − 3/(4·6 − 9) = 0.8 -> g = 1.6
+    c = compare([1.0, 2.0, 3.0], [3.0, 4.0, 5.0])
+    assert c.pooled_sd == pytest.approx(1.0)
+    assert c.hedges_g == pytest.approx(1.6)
+    # The seed: s_p = √((4·var_A + 4·var_B)/8), J = 1 − 3/31
+    sp = math.sqrt((statistics.variance(PREFILL) + statistics.variance(DECODE)) / 2)
+    g = (statistics.mean(DECODE) - statistics.mean(PREFILL)) / sp * (1 - 3 / 31)
+    assert compare(PREFILL, DECODE).hedges_g == pytest.approx(g)
+
+
+def test_zero_variance_on_both_sides():
+    c = compare([5.0, 5.0, 5.0], [6.0, 6.0, 6.0])
+    assert c.change == pytest.approx(0.2)
+    assert c.ci_low == c.ci_high == c.change
+    assert (c.p_welch, c.p_mannwhitney, c.hedges_g, c.df) == (None, None, None, None)
+    assert c.pooled_sd == 0.0
+    assert c.warnings == ("few-samples", "zero-variance")
+
+
+# scipy's moment check warns about the constant side; the Welch figures are still exact.
+@pytest.mark.filterwarnings("ignore:Precision loss occurred:RuntimeWarning")
+def test_zero_variance_on_one_side_against_scipy():
+    a, b = [5.0, 5.0, 5.0, 5.0], [5.0, 6.0, 7.0, 6.5]
+    c = compare(a, b)
+    res = sps.ttest_ind(b, a, equal_var=False)
+    ci = res.confidence_interval(0.95)
+    assert c.df == pytest.approx(3.0)  # only B's variance counts: n_B − 1
+    assert (c.ci_low, c.ci_high) == (pytest.approx(ci.low / 5), pytest.approx(ci.high / 5))
+    assert c.p_welch == pytest.approx(res.pvalue)
+    assert "zero-variance" not in c.warnings
+
+
+def test_one_sample_on_a_side():
+    c = compare([5.0], [5.0, 6.0, 7.0])
+    assert c.change == pytest.approx(0.2)
+    assert (c.ci_low, c.ci_high, c.p_welch, c.df) == (None, None, None, None)
+    # Pooled SD from B alone: √(2·1/2) = 1; J = 1 − 3/(16 − 9) = 4/7
+    assert c.pooled_sd == pytest.approx(1.0)
+    assert c.hedges_g == pytest.approx(4 / 7)
+    # Mann–Whitney is defined: B ranks 1.5..4 against a tie at 5 (permutation, exact)
+    assert c.mannwhitney_method == "permutation"
+    assert c.p_mannwhitney == pytest.approx(_enumerated_mwu_p([5.0], [5.0, 6.0, 7.0]))
+    assert c.p_mannwhitney == 1.0  # the lone 5.0 ranks 1.5 of 4: the middle of the null
+    assert c.warnings == ("few-samples",)
+
+
+def test_empty_side():
+    c = compare([], [1.0, 2.0])
+    assert (c.n_a, c.mean_a, c.change, c.p_mannwhitney, c.hedges_g) == (0, None, None, None, None)
+    assert c.warnings == ("few-samples",)
+
+
+def test_non_positive_baseline_leaves_the_change_undefined():
+    a, b = [-1.0, 0.0, 1.0, 0.0], [1.0, 2.0, 3.0, 2.0]
+    c = compare(a, b)
+    assert (c.change, c.ci_low, c.ci_high) == (None, None, None)
+    assert c.warnings == ("undefined-change",)
+    # The tests do not need mean_A > 0 and are still given.
+    assert c.p_welch == pytest.approx(sps.ttest_ind(b, a, equal_var=False).pvalue)
+    assert c.diff == 2.0
+
+
+def test_mann_whitney_fully_separated_reaches_the_minimum_p():
+    c = compare([1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0])
+    assert c.p_mannwhitney == pytest.approx(2 / 70)
+    assert mannwhitney_min_p(4, 4) == pytest.approx(2 / 70)
+
+
+def _enumerated_mwu_p(a, b):
+    """Two-sided permutation p of U, by listing every split (independent of scipy)."""
+    pool = a + b
+
+    def u(bs, as_):
+        return sum((x > y) + 0.5 * (x == y) for x in bs for y in as_)
+
+    u0 = u(b, a)
+    ge = le = total = 0
+    for chosen in itertools.combinations(range(len(pool)), len(b)):
+        bs = [pool[i] for i in chosen]
+        as_ = [pool[i] for i in range(len(pool)) if i not in chosen]
+        ui = u(bs, as_)
+        total += 1
+        ge += ui >= u0
+        le += ui <= u0
+    return min(1.0, 2 * min(ge, le) / total)
+
+
+def test_mann_whitney_with_ties_enumerates_every_split():
+    a, b = [60.4, 60.4, 61.0, 59.9, 60.4], [60.4, 62.0, 61.0, 63.1, 62.2]
+    c = compare(a, b)
+    assert c.mannwhitney_method == "permutation"
+    assert c.p_mannwhitney == pytest.approx(_enumerated_mwu_p(a, b))
+    assert c.p_mannwhitney == pytest.approx(18 / 252)
+    perm = sps.mannwhitneyu(b, a, method=sps.PermutationMethod(n_resamples=np.inf))
+    assert c.p_mannwhitney == pytest.approx(perm.pvalue)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ([2.0, 2.0], [1.0, 2.0, 3.0, 3.0, 4.0, 5.0, 6.0, 2.0, 7.0, 8.0]),  # A the smaller side
+        ([1.0, 2.0, 3.0, 3.0, 4.0, 5.0, 6.0, 2.0, 7.0, 8.0], [2.0, 9.0, 9.0]),  # B smaller
+    ],
+)
+def test_mann_whitney_enumerates_the_smaller_side(a, b):
+    c = compare(a, b)
+    assert c.mannwhitney_method == "permutation"
+    assert c.p_mannwhitney == pytest.approx(_enumerated_mwu_p(a, b))
+
+
+def test_mann_whitney_large_samples_use_the_normal_approximation():
+    rng = np.random.default_rng(7)
+    a = [round(x, 1) for x in rng.normal(60, 2, 60)]
+    b = [round(x, 1) for x in rng.normal(61, 2, 60)]
+    c = compare(a, b)
+    assert c.mannwhitney_method == "asymptotic"
+    expected = sps.mannwhitneyu(b, a, alternative="two-sided", method="asymptotic").pvalue
+    assert c.p_mannwhitney == pytest.approx(expected)
+
+
+def test_few_samples_warning_like_benchstat():
+    assert min_samples(0.05) == 4  # "need >= 4 samples to detect a difference at alpha 0.05"
+    assert min_samples(0.01) == 5  # 2/C(8,4) = 0.029 > 0.01; 2/C(10,5) = 0.0079
+    assert mannwhitney_min_p(3, 3) == pytest.approx(0.1)
+    assert mannwhitney_min_p(1, 1) == 1.0
+    assert "few-samples" in compare([1.0, 2.0, 3.0], [2.0, 3.0, 4.0, 5.0]).warnings
+    assert "few-samples" not in compare([1.0, 2.0, 3.0, 4.0], [2.0, 3.0, 4.0, 5.0]).warnings
+
+
+@settings(derandomize=True, max_examples=150)
+@given(st.lists(positive, min_size=2, max_size=12), st.lists(positive, min_size=2, max_size=12))
+def test_compare_properties(a, b):
+    c = compare(a, b)
+    assert None not in (c.change, c.ci_low, c.ci_high)
+    assert c.ci_low <= c.change <= c.ci_high
+    swapped = compare(b, a)
+    assert swapped.diff == pytest.approx(-c.diff, abs=1e-9)
+    if c.hedges_g is not None:
+        assert swapped.hedges_g == pytest.approx(-c.hedges_g, abs=1e-9)
+    for p in (c.p_welch, c.p_mannwhitney):
+        assert p is None or 0.0 <= p <= 1.0
+
+
+# ---------------------------------------------------------------- holm
+
+
+def test_holm_by_hand():
+    # sorted 0.005·4 = 0.02, 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 -> kept at 0.06 (monotone)
+    got = holm([0.01, 0.04, 0.03, 0.005])
+    assert got == [pytest.approx(0.03), pytest.approx(0.06), pytest.approx(0.06), 0.02]
+
+
+def test_holm_keeps_none_and_caps_at_one():
+    assert holm([0.2, None, 0.01]) == [0.2, None, 0.02]  # m = 2: None does not count
+    assert holm([0.6, 0.7]) == [1.0, 1.0]
+    assert holm([]) == []
+    assert holm([0.03]) == [0.03]
+
+
+def test_holm_refuses_p_values_out_of_range():
+    with pytest.raises(ValueError, match=r"p-value out of \[0, 1\]: 1\.2"):
+        holm([0.1, 1.2])
+
+
+@settings(derandomize=True, max_examples=200)
+@given(st.lists(st.one_of(st.none(), st.floats(min_value=0, max_value=1)), max_size=12))
+def test_holm_properties(ps):
+    adj = holm(ps)
+    assert [a is None for a in adj] == [p is None for p in ps]
+    pairs = [(p, a) for p, a in zip(ps, adj, strict=True) if p is not None and a is not None]
+    for p, a in pairs:
+        assert p <= a <= 1.0
+    for (p1, a1), (p2, a2) in itertools.product(pairs, repeat=2):
+        if p1 < p2:
+            assert a1 <= a2
+
+
+# ---------------------------------------------------------------- runs needed
+
+
+def test_runs_needed_by_hand():
+    # z(0.975) + z(0.8) = 1.959964 + 0.841621 = 2.801585; 2·(2.801585·2/1)² = 62.79 -> 63
+    assert runs_needed(2.0, 1.0) == 63
+    assert runs_needed(2.0, -1.0) == 63
+    # alpha 0.1: 1.644854 + 0.841621 = 2.486475; 2·(2.486475·2)² = 49.46 -> 50
+    assert runs_needed(2.0, 1.0, alpha=0.1) == 50
+
+
+def test_runs_needed_undefined_cases():
+    assert runs_needed(None, 1.0) is None
+    assert runs_needed(0.0, 1.0) is None
+    assert runs_needed(1.0, 0.0) is None
+
+
+def test_every_warning_code_is_catalogued():
+    codes = [
+        stats.W_FEW, stats.W_ZERO_VAR, stats.W_OUTLIER, stats.W_NON_FINITE, stats.W_UNDEFINED,
+        verdict.W_OUTLIER_SENSITIVE, specmath.W_ACCEPT_BELOW_ONE,
+        specmath.W_ACCEPT_ABOVE_STEPS, specmath.W_ABOVE_CEILING,
+    ]
+    assert [c for c in codes if c not in diagnostics.CODES] == []
+
+
+def test_importing_the_statistics_layer_loads_no_heavy_module():
+    code = (
+        "import sys, sessionlens.stats, sessionlens.verdict, sessionlens.specmath\n"
+        "print(sorted(m for m in ('scipy', 'numpy', 'polars', 'pydantic', 'jinja2')"
+        " if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

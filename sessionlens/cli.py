@@ -252,6 +252,34 @@ def report_cmd(
     return 0
 
 
+@app.command("check")
+def check_cmd(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Files or folders; only reports whose session holds them are checked."),
+    ] = None,
+) -> int:
+    """Check that committed reports still match their sessions (a pre-commit gate)."""
+    from .check import run_check
+
+    given = list(paths or [])
+    for p in given:
+        if not p.exists() and not p.is_symlink():
+            raise UsageError("no such file or folder", path=str(p))
+    results = run_check(given, Path.cwd())
+    bad = [r for r in results if not r.ok]
+    for r in bad:
+        for f in r.findings:
+            _err(str(f))
+        _err(f"{r.report}: to regenerate it, run: {r.fix}")
+    if bad:
+        return 1
+    n = len(results)
+    if n:
+        sys.stdout.write(f"sessionlens check: {n} report{'s' if n != 1 else ''} fresh\n")
+    return 0
+
+
 @app.command("spec-math")
 def spec_math_cmd(
     cycle_ms: Annotated[float, typer.Option("--cycle-ms", help="Time of one draft+verify cycle.")],

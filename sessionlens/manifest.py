@@ -63,6 +63,7 @@ class HypothesisSpec(BaseModel):
     min_effect: float = DEFAULT_MIN_EFFECT
     varies: list[str] | None = None
     line: int | None = None
+    metric_line: int | None = None
     origin: Literal["manifest", "cli"] = "manifest"
 
 
@@ -288,6 +289,7 @@ def load(path: Path, shown: str = "sessionlens.toml") -> Manifest:
                 min_effect=float(min_effect),
                 varies=varies,
                 line=line,
+                metric_line=loc.key("metric", line) or line,
                 origin="manifest",
             )
         )

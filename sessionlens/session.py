@@ -226,7 +226,7 @@ def load_session(
             msg = f"metric {h.metric!r} of hypothesis {h.id} is in no config (metrics: {have})"
             if h.origin == "cli":
                 raise UsageError(msg)
-            raise ManifestError(msg, path=str(manifest_path), line=h.line)
+            raise ManifestError(msg, path=str(manifest_path), line=h.metric_line)
 
     title = (manifest.title if manifest and manifest.title else None) or root.resolve().name
     return Session(

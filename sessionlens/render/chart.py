@@ -1,0 +1,123 @@
+"""The inline SVG chart of the HTML page: every run a point, per config, median marked.
+
+Draws from the view's chart series (the headline metric of `Analysis.runs`); outliers are
+highlighted, the value axis carries the unit. Returns SVG text only; every label is
+XML-escaped, so a config name or path from a log stays text.
+"""
+
+from __future__ import annotations
+
+import math
+from html import escape
+
+from ..metrics import format_number
+from .view import ChartView
+
+# Layout in SVG user units; the page scales the whole drawing to its width.
+_WIDTH = 720
+_ROW = 44
+_TOP = 36
+_BOTTOM = 48
+_RIGHT = 24
+_CHAR = 7.2  # average label glyph width at 12px
+_MAX_LABEL = 28  # characters shown before a label is shortened (full name in <title>)
+_JITTER = (0, -6, 6, -12, 12, -3, 3, -9, 9)  # deterministic vertical spread of points
+
+
+def _ticks(lo: float, hi: float) -> list[float]:
+    """About five round tick values covering [lo, hi]."""
+    span = hi - lo if hi > lo else (abs(hi) or 1.0)
+    raw = span / 5
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(s * mag for s in (1, 2, 2.5, 5, 10) if s * mag >= raw)
+    first = math.floor(lo / step + 1e-9) * step
+    out = [round(first, 12)]
+    # Until the last tick reaches hi, so every value lies inside the axis.
+    while out[-1] < hi - step * 1e-9 or len(out) < 2:
+        out.append(round(first + step * len(out), 12))
+    return out
+
+
+def _places(step: float) -> int:
+    return max(0, -math.floor(math.log10(step))) if step < 1 else 0
+
+
+def _short(label: str) -> str:
+    return label if len(label) <= _MAX_LABEL else label[: _MAX_LABEL - 1] + "…"
+
+
+def svg(chart: ChartView) -> str:
+    """The chart as a standalone `<svg>` element."""
+    values = [v for s in chart.series for v in s.values if math.isfinite(v)]
+    medians = [s.median for s in chart.series if s.median is not None]
+    finite = values + [m for m in medians if math.isfinite(m)]
+    lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
+    pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
+    ticks = _ticks(lo - pad, hi + pad)
+    x0, x1 = ticks[0], ticks[-1]
+    step = ticks[1] - ticks[0]
+    places = _places(step)
+
+    left = 16 + _CHAR * max([len(_short(s.config)) for s in chart.series] + [4])
+    height = _TOP + _ROW * len(chart.series) + _BOTTOM
+    plot_w = _WIDTH - left - _RIGHT
+
+    def px(v: float) -> float:
+        return left + (v - x0) / (x1 - x0) * plot_w
+
+    axis = chart.metric + (f" ({chart.unit})" if chart.unit else "")
+    out: list[str] = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="sessionlens-chart" role="img" '
+        f'viewBox="0 0 {_WIDTH} {height}" width="{_WIDTH}" height="{height}">',
+        f"<title>{escape(chart.title)}: every run as a point</title>",
+    ]
+    bottom = _TOP + _ROW * len(chart.series)
+    legend_x = _WIDTH - _RIGHT - 250
+    out.append(
+        f'<g class="legend"><circle class="run" cx="{legend_x}" cy="12" r="4"/>'
+        f'<text x="{legend_x + 8}" y="16">run</text>'
+        f'<circle class="run outlier" cx="{legend_x + 50}" cy="12" r="5"/>'
+        f'<text x="{legend_x + 59}" y="16">outlier</text>'
+        f'<line class="median" x1="{legend_x + 120}" y1="4" x2="{legend_x + 120}" y2="20"/>'
+        f'<text x="{legend_x + 128}" y="16">median</text></g>'
+    )
+    for t in ticks:
+        x = px(t)
+        out.append(f'<line class="grid" x1="{x:.1f}" y1="{_TOP - 8}" x2="{x:.1f}" y2="{bottom}"/>')
+        out.append(
+            f'<text class="tick" x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">'
+            f"{escape(format_number(t, places))}</text>"
+        )
+    out.append(
+        f'<line class="axis" x1="{left}" y1="{bottom}" x2="{_WIDTH - _RIGHT}" y2="{bottom}"/>'
+    )
+    out.append(
+        f'<text class="axis-label" x="{left + plot_w / 2:.1f}" y="{bottom + 38}" '
+        f'text-anchor="middle">{escape(axis)}</text>'
+    )
+    for row, s in enumerate(chart.series):
+        y = _TOP + _ROW * row + _ROW / 2
+        out.append(f'<g class="config"><title>{escape(s.config)}</title>')
+        out.append(
+            f'<text class="label" x="{left - 10:.1f}" y="{y + 4:.1f}" text-anchor="end">'
+            f"{escape(_short(s.config))}</text></g>"
+        )
+        for i, (v, flagged, where) in enumerate(zip(s.values, s.outliers, s.where, strict=True)):
+            if not math.isfinite(v):
+                continue
+            cls = "run outlier" if flagged else "run"
+            tip = f"{s.config}: {format_number(v, chart.places)} {chart.unit}".rstrip()
+            tip += f" ({where}){', outlier' if flagged else ''}"
+            out.append(
+                f'<circle class="{cls}" cx="{px(v):.1f}" cy="{y + _JITTER[i % len(_JITTER)]:.1f}" '
+                f'r="{5 if flagged else 4}"><title>{escape(tip)}</title></circle>'
+            )
+        if s.median is not None and math.isfinite(s.median):
+            xm = px(s.median)
+            out.append(
+                f'<line class="median" x1="{xm:.1f}" y1="{y - 16:.1f}" x2="{xm:.1f}" '
+                f'y2="{y + 16:.1f}"><title>{escape(f"{s.config}: median {s.median_text}")}'
+                "</title></line>"
+            )
+    out.append("</svg>")
+    return "\n".join(out)

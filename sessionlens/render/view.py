@@ -1,0 +1,879 @@
+"""The report view: every display decision of the Markdown and HTML reports, in one place.
+
+Owns rounding (never more digits than the data carry), units, row order, the wording of
+caveats, the numbers of the data-quality notes that tables point to, the header facts, and
+`md`, the Markdown escape for text from logs. It must not compute statistics: it reads an
+`Analysis` and only picks, orders and words what is there.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import diagnostics as dg
+from .. import metrics
+from ..analysis import HEADLINE, Analysis, EconomicsResult, HypothesisResult
+from ..metrics import format_number, format_percent
+
+# ---------------------------------------------------------------- escaping
+
+# Characters with a meaning in (GitHub-flavoured) Markdown inline text or table rows. A
+# backslash escape works for every ASCII punctuation character (CommonMark §2.4), so one rule
+# covers them all; `$` is GitHub's math delimiter and `~` its strikethrough.
+_MD_SPECIAL = frozenset("\\`*[]<>|&~$")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def md(value: object) -> str:
+    """Text from a log made inert in a Markdown line or table cell.
+
+    Newlines and other control characters become spaces (a table row is one line); Markdown
+    punctuation is backslash-escaped. `_` is left alone between two letters or digits, where
+    CommonMark never reads it as emphasis, so `speculative_num_steps` stays readable.
+    """
+    text = _CONTROL.sub(" ", str(value))
+    out: list[str] = []
+    for i, ch in enumerate(text):
+        if ch in _MD_SPECIAL:
+            out.append("\\" + ch)
+        elif ch == "_":
+            before = text[i - 1] if i > 0 else ""
+            after = text[i + 1] if i + 1 < len(text) else ""
+            out.append("_" if before.isalnum() and after.isalnum() else "\\_")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def mermaid_text(value: object) -> str:
+    """A label for a quoted Mermaid string: no quotes, markup, entities or line breaks."""
+    text = _CONTROL.sub(" ", str(value))
+    # Mermaid reads `#…;` as an entity, backticks as Markdown strings and `<…>` as HTML.
+    for bad, good in (('"', "'"), ("`", "'"), ("<", "‹"), (">", "›"), ("#", "＃"), (";", ",")):
+        text = text.replace(bad, good)
+    return text
+
+
+def header_json(facts: dict[str, Any]) -> str:
+    """Compact JSON for the `<!-- sessionlens: … -->` line that cannot close the comment.
+
+    `<`, `>` and `&` only occur inside JSON strings, where `\\u003c` … parse back to the same
+    text, so a `-->` in a hypothesis or path cannot end the comment early.
+    """
+    text = json.dumps(facts, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+# ---------------------------------------------------------------- numbers
+
+_COUNT_UNITS = frozenset({"tokens", "req"})
+
+
+def _places(text: str) -> int:
+    return len(text.split(".", 1)[1]) if "." in text else 0
+
+
+def data_places(values: Iterable[float | None]) -> int | None:
+    """Decimals the values carry as printed (shortest repr), or None without a finite value."""
+    found: int | None = None
+    for v in values:
+        if v is None or not math.isfinite(v):
+            continue
+        text = repr(float(v))
+        if "e" in text:
+            places = 6  # tiny or huge: trust the unit's own rounding
+        else:
+            places = _places(text)
+            if text.endswith(".0"):
+                places = 0
+        found = places if found is None else max(found, places)
+    return found
+
+
+def fmt(metric: str, value: float | None, carry: int | None = None, unit: bool = True) -> str:
+    """A metric value rounded for reading, with its unit.
+
+    The unit's usual rounding (`metrics.format_value`), but never more decimals than the data
+    carry (`carry`): a mean of whole token counts is shown whole. Whole-looking values of a
+    continuous unit (82.0 tok/s read back from `82.0`) do not cap, since a float cannot tell
+    `82.0` from `82`.
+    """
+    if value is None:
+        return "—"
+    m = metrics.get(metric)
+    if m.unit == "fraction":
+        return format_percent(value)
+    text = metrics.format_value(metric, value, unit=False)
+    if carry is not None and math.isfinite(value):
+        capped = carry if carry > 0 or m.unit in _COUNT_UNITS else None
+        if capped is not None and capped < _places(text):
+            text = format_number(value, capped)
+    if unit and m.unit and math.isfinite(value):
+        return f"{text} {m.unit}"
+    return text
+
+
+def pct_places(*values: float | None) -> int:
+    """1 decimal for percentages, 2 when every value is below 1 % (so they do not read 0.0)."""
+    finite = [abs(v) for v in values if v is not None and math.isfinite(v)]
+    return 2 if finite and max(finite) < 0.01 and any(finite) else 1
+
+
+def fmt_p(p: float | None) -> str:
+    """A p-value: two decimals, two significant digits below 0.01, `<0.001` below that."""
+    if p is None:
+        return "—"
+    if not math.isfinite(p):
+        return format_number(p, 0)
+    if p < 0.001:
+        return "<0.001"
+    return f"{p:.2f}" if p >= 0.01 else f"{p:.2g}"
+
+
+def fmt_setting(value: Any) -> str:
+    """A setting value as text: strings as they are, everything else as JSON."""
+    if value is None:
+        return "unset"
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def level_text(alpha: float) -> str:
+    """The confidence level of intervals at `alpha`: `95 %`."""
+    return f"{(1 - alpha) * 100:g} %"
+
+
+def refs_text(numbers: Iterable[int]) -> str:
+    """Pointers to notes: `[2] [4]`, runs of three or more as `[5]–[9]`."""
+    nums = sorted(set(numbers))
+    parts: list[str] = []
+    i = 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        if j - i >= 2:
+            parts.append(f"[{nums[i]}]–[{nums[j]}]")
+        else:
+            parts.extend(f"[{n}]" for n in nums[i : j + 1])
+        i = j + 1
+    return " ".join(parts)
+
+
+# ---------------------------------------------------------------- view records
+
+
+@dataclass(frozen=True, slots=True)
+class Note:
+    """One numbered data-quality note; `where`, `text` may hold log text (escape them)."""
+
+    number: int
+    where: str
+    level: str
+    code: str
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConfoundView:
+    setting: str
+    baseline: str
+    candidate: str
+
+
+@dataclass(frozen=True, slots=True)
+class HypothesisView:
+    id: str
+    verdict: str
+    claim: str
+    baseline: str
+    candidate: str
+    metric: str
+    claimed: str  # "increase ≥ 35.0 %"
+    mean_baseline: str
+    mean_candidate: str
+    change: str
+    ci: str  # "-12.0 % to +10.0 %", or "—"
+    p_welch: str
+    p_mannwhitney: str
+    p_holm: str
+    hedges_g: str
+    n_baseline: int
+    n_candidate: int
+    without_outliers: str | None  # None: nothing flagged
+    runs_needed: str | None  # None: not inconclusive
+    confounds: list[ConfoundView]
+    reason: str
+    refs: str
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigRow:
+    name: str
+    label: str
+    sources: str
+    n: int
+    mean_ci: str
+    median: str
+    cv: str
+    refs: str
+
+
+@dataclass(frozen=True, slots=True)
+class SettingRow:
+    key: str
+    values: list[str]  # one per config, in `ReportView.config_names` order
+
+
+@dataclass(frozen=True, slots=True)
+class ComparisonRow:
+    metric: str
+    candidate: str
+    n: str
+    mean_baseline: str
+    mean_candidate: str
+    change: str
+    ci: str
+    p_welch: str
+    p_mannwhitney: str
+    p_holm: str
+    hedges_g: str
+    refs: str
+
+
+@dataclass(frozen=True, slots=True)
+class EconomicsView:
+    config: str
+    estimate: bool
+    cycle: str | None
+    cycle_source: str
+    accept_len: str | None
+    steps: int | None
+    max_len: str | None  # k + 1
+    measured: str | None
+    ceiling: str | None
+    efficiency: str | None
+    baseline_config: str | None
+    baseline_tok_s: str | None
+    break_even: str | None
+    pays: str | None
+    target_tok_s: str | None
+    target_accept_len: str | None
+    reachable: bool | None
+    p_needed_chain: str | None
+    p_needed_unbounded: str | None
+    p_current_chain: str | None
+    p_current_unbounded: str | None
+    refs: str
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One config's values of the headline metric, for the charts."""
+
+    config: str
+    values: list[float]
+    outliers: list[bool]
+    where: list[str]  # "source:line", per value
+    median: float | None
+    median_text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChartView:
+    metric: str
+    unit: str
+    title: str
+    series: list[Series]
+    y_min: str  # Mermaid axis range, plain numbers
+    y_max: str
+    places: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    config: str
+    source: str
+    line: int
+    run: str
+    value: str
+    outlier: bool
+    refs: str
+
+
+@dataclass(frozen=True, slots=True)
+class SourceView:
+    path: str
+    config: str
+    format: str
+    lines: int
+    samples: int
+    sha256: str
+    refs: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReportView:
+    """Everything a renderer lays out; text fields from logs still need `md` (or HTML escape)."""
+
+    title: str
+    header: dict[str, Any]
+    header_json: str
+    level: str
+    baseline: str | None
+    headline: str | None
+    headline_unit: str
+    config_names: list[str]
+    hypotheses: list[HypothesisView]
+    configs: list[ConfigRow]
+    settings: list[SettingRow]  # recorded by every config
+    settings_partial: list[SettingRow]  # recorded by some configs only ("—" elsewhere)
+    comparisons: list[ComparisonRow]
+    has_holm: bool
+    economics: list[EconomicsView]
+    chart: ChartView | None
+    runs: list[RunView]
+    notes: list[Note]
+    sources: list[SourceView]
+    analysis: Analysis = field(repr=False)
+
+
+# ---------------------------------------------------------------- notes
+
+
+_MAX_PLACES = 5  # places named in a grouped info note before "and N more"
+_TRUNCATION = ("truncated-output", "truncated-value", "truncated-settings")
+
+
+class _Notes:
+    """Numbered notes in the order they are added; the same key always gets the same number."""
+
+    def __init__(self) -> None:
+        self.items: list[Note] = []
+        self._by_key: dict[tuple[Any, ...], int] = {}
+        self.by_file: dict[str, list[int]] = {}
+
+    def add(self, key: tuple[Any, ...], where: str, level: str, code: str, text: str) -> int:
+        found = self._by_key.get(key)
+        if found is not None:
+            return found
+        number = len(self.items) + 1
+        self.items.append(Note(number, where, level, code, text))
+        self._by_key[key] = number
+        return number
+
+    def alias(self, key: tuple[Any, ...], number: int) -> None:
+        self._by_key[key] = number
+
+    def ref(self, *keys: tuple[Any, ...]) -> list[int]:
+        return [self._by_key[k] for k in keys if k in self._by_key]
+
+    def file(self, *names: str) -> list[int]:
+        return [n for name in names for n in self.by_file.get(name, [])]
+
+
+def _where(d: dg.Diagnostic) -> str:
+    return d.file if d.line is None else f"{d.file}:{d.line}"
+
+
+def _meaning(code: str) -> str:
+    return dg.CODES[code][1] if code in dg.CODES else code.replace("-", " ")
+
+
+def _build_notes(a: Analysis, shown: list[str], carry: dict[str, int | None]) -> _Notes:
+    """The data-quality notes, in DESIGN §7's order of concern."""
+    notes = _Notes()
+    diags = list(enumerate(a.diagnostics))
+
+    def add_diag(i: int, d: dg.Diagnostic, prefix: str = "") -> None:
+        n = notes.add(("diag", i), _where(d), d.level, d.code, prefix + d.message)
+        notes.by_file.setdefault(d.file, []).append(n)
+
+    # 1. truncation: a recomputed summary is recovered; a cut value is lost (no sample)
+    for i, d in diags:
+        if d.code in _TRUNCATION:
+            add_diag(i, d, "truncation recovered: " if d.code == "truncated-output" else "")
+    # 2. outliers, per config and shown metric
+    for c in a.configs:
+        for m in shown:
+            s = c.metrics.get(m)
+            if s is None or not s.outliers:
+                continue
+            what = "; ".join(
+                f"{fmt(m, o.value, carry.get(m))} ({o.source}:{o.line})" for o in s.outliers
+            )
+            many = len(s.outliers) > 1
+            notes.add(
+                ("outlier", c.name, m),
+                f"{c.name}, {m}",
+                "info",
+                "outlier",
+                f"{what} {'are' if many else 'is'} flagged as "
+                f"{'outliers' if many else 'an outlier'} (|0.6745·(x − median)/MAD| > 3.5); "
+                f"{'they stay' if many else 'it stays'} in every statistic",
+            )
+    # 3. confounds; 4. few samples; 5. single launch
+    for i, d in diags:
+        if d.code == "confound":
+            add_diag(i, d)
+    for i, d in diags:
+        if d.code == "few-samples":
+            add_diag(i, d)
+    _stat_notes(notes, a, shown, only="few-samples")
+    for i, d in diags:
+        if d.code == "single-launch":
+            add_diag(i, d)
+    # 6. other statistical caveats (data, not diagnostics)
+    _stat_notes(notes, a, shown, only=None)
+    # 7. every other warning and error; 8. info diagnostics grouped by code
+    handled = {*_TRUNCATION, "confound", "few-samples", "single-launch"}
+    for i, d in diags:
+        if d.level != "info" and d.code not in handled:
+            add_diag(i, d)
+    groups: dict[str, list[tuple[int, dg.Diagnostic]]] = {}
+    for i, d in diags:
+        if d.level == "info" and d.code not in handled:
+            groups.setdefault(d.code, []).append((i, d))
+    for code, members in groups.items():
+        if len(members) == 1:
+            add_diag(*members[0])
+            continue
+        # One note per code: where (the first few places), how often, and the message.
+        shown_at = [_where(d) for _, d in members[:_MAX_PLACES]]
+        more = len(members) - len(shown_at)
+        places = ", ".join(shown_at) + (f" and {more} more" if more else "")
+        messages = {d.message for _, d in members}
+        first = members[0][1].message
+        text = (
+            f"{len(members)} times: {first}"
+            if len(messages) == 1
+            else (f"{len(members)} times, e.g. {first}")
+        )
+        n = notes.add(("info", code), places, "info", code, text)
+        for i, d in members:
+            notes.alias(("diag", i), n)
+            if n not in notes.by_file.get(d.file, []):
+                notes.by_file.setdefault(d.file, []).append(n)
+    return notes
+
+
+def _stat_notes(notes: _Notes, a: Analysis, shown: list[str], only: str | None) -> None:
+    """Warnings that stats/verdict/specmath attach to results (codes, worded here)."""
+    skip = {"outlier"}  # outliers have their own notes with the values
+
+    def wanted(code: str) -> bool:
+        return code not in skip and (code == only if only is not None else code != "few-samples")
+
+    for c in a.configs:
+        for m in shown:
+            s = c.metrics.get(m)
+            for code in s.warnings if s is not None else []:
+                if wanted(code):
+                    notes.add(
+                        ("summary", c.name, m, code),
+                        f"{c.name}, {m}",
+                        "warning",
+                        code,
+                        f"{_meaning(code)} ({s.n} values)" if s is not None else _meaning(code),
+                    )
+    for cmp in a.comparisons:
+        for code in cmp.warnings:
+            if wanted(code):
+                notes.add(
+                    ("cmp", cmp.baseline, cmp.candidate, cmp.metric, code),
+                    f"{cmp.candidate} vs {cmp.baseline}, {cmp.metric}",
+                    "warning",
+                    code,
+                    f"{_meaning(code)} ({cmp.n_candidate} vs {cmp.n_baseline} values)",
+                )
+    for h in a.hypotheses:
+        for code in h.warnings:
+            # few-samples of a hypothesis is already a diagnostic of the analysis
+            if wanted(code) and code != "few-samples":
+                notes.add(("hyp", h.id, code), h.id, "warning", code, _meaning(code))
+    for e in a.economics:
+        for code in e.warnings:
+            if wanted(code):
+                notes.add(("econ", e.config, code), e.config, "warning", code, _meaning(code))
+
+
+# ---------------------------------------------------------------- build
+
+
+def _headline(a: Analysis) -> str | None:
+    if a.runs:
+        return a.runs[0].metric
+    for m in HEADLINE:
+        if any(m in c.metrics for c in a.configs):
+            return m
+    return a.hypotheses[0].metric if a.hypotheses else None
+
+
+def _carry(a: Analysis) -> dict[str, int | None]:
+    """Decimals each metric's data carry: its runs, minima and maxima as read."""
+    seen: dict[str, list[float | None]] = {}
+    for c in a.configs:
+        for m, s in c.metrics.items():
+            seen.setdefault(m, []).extend([s.min, s.max])
+    for r in a.runs:
+        seen.setdefault(r.metric, []).append(r.value)
+    return {m: data_places(vals) for m, vals in seen.items()}
+
+
+def _interval(lo: float | None, hi: float | None, places: int) -> str:
+    if lo is None or hi is None:
+        return "—"
+    return f"{format_percent(lo, places, signed=True)} to {format_percent(hi, places, signed=True)}"
+
+
+def _holm_for(a: Analysis, metric: str, x: str, y: str) -> HypothesisResult | None:
+    # Welch's two-sided p does not depend on which side is the baseline.
+    for h in a.hypotheses:
+        if h.metric == metric and {h.baseline, h.candidate} == {x, y}:
+            return h
+    return None
+
+
+def _hypothesis(
+    h: HypothesisResult, a: Analysis, notes: _Notes, carry: dict[str, int | None]
+) -> HypothesisView:
+    places = max(pct_places(h.change, h.ci_low, h.ci_high), pct_places(h.min_effect))
+    if h.verdict_without_outliers is None:
+        without = None
+    elif h.verdict_without_outliers == h.verdict:
+        without = f"{h.verdict_without_outliers} (unchanged)"
+    else:
+        without = f"{h.verdict_without_outliers} (the verdict changes)"
+    refs = notes.ref(
+        ("outlier", h.baseline, h.metric),
+        ("outlier", h.candidate, h.metric),
+        *[("hyp", h.id, code) for code in h.warnings],
+    )
+    refs += notes.file(h.id)
+    return HypothesisView(
+        id=h.id,
+        verdict=h.verdict,
+        claim=h.claim,
+        baseline=h.baseline,
+        candidate=h.candidate,
+        metric=h.metric,
+        claimed=f"{h.direction} ≥ {format_percent(h.min_effect, places)}",
+        mean_baseline=fmt(h.metric, h.mean_baseline, carry.get(h.metric)),
+        mean_candidate=fmt(h.metric, h.mean_candidate, carry.get(h.metric)),
+        change=format_percent(h.change, places, signed=True),
+        ci=_interval(h.ci_low, h.ci_high, places),
+        p_welch=fmt_p(h.p_welch),
+        p_mannwhitney=fmt_p(h.p_mannwhitney),
+        p_holm=fmt_p(h.p_holm),
+        hedges_g=format_number(h.hedges_g, 2),
+        n_baseline=h.n_baseline,
+        n_candidate=h.n_candidate,
+        without_outliers=without,
+        runs_needed=(
+            None
+            if h.verdict != "inconclusive"
+            else ("—" if h.runs_needed is None else str(h.runs_needed))
+        ),
+        confounds=[
+            ConfoundView(c.setting, fmt_setting(c.baseline), fmt_setting(c.candidate))
+            for c in h.confounds
+        ],
+        reason=h.reason,
+        refs=refs_text(refs),
+    )
+
+
+def _economics(e: EconomicsResult, a: Analysis, notes: _Notes) -> EconomicsView:
+    cfg = next((c for c in a.configs if c.name == e.config), None)
+    shares = [
+        s.mean
+        for m, s in (cfg.metrics.items() if cfg is not None else [])
+        if m.startswith("phase_") and m.endswith("_share") and s.mean is not None
+    ]
+    verify = cfg.metrics.get("verify_ms_per_cycle") if cfg is not None else None
+    if e.cycle_is_estimate:
+        source = "estimated from the Decode lines (1000 · L · running requests / gen throughput)"
+    elif e.cycle_share is not None and not (shares and abs(math.fsum(shares) - 1) <= 0.01):
+        share = format_percent(e.cycle_share)
+        detail = (
+            f"{fmt('verify_ms_per_cycle', verify.mean)} at {share} of the cycle"
+            if verify is not None and verify.mean is not None
+            else f"verify share {share}"
+        )
+        source = f"taken from verify time / verify share ({detail})"
+    elif e.cycle_ms is not None:
+        source = "the sum of the timed phases per cycle"
+    else:
+        source = "not available (no phase timings or Decode lines to estimate it from)"
+    pays = None
+    if e.break_even_accept_len is not None and e.accept_len is not None:
+        pays = (
+            "above it: speculation pays"
+            if e.accept_len > e.break_even_accept_len
+            else "below it: speculation does not pay"
+        )
+    refs = notes.ref(*[("econ", e.config, code) for code in e.warnings])
+    return EconomicsView(
+        config=e.config,
+        estimate=e.cycle_is_estimate,
+        cycle=None if e.cycle_ms is None else fmt("cycle_ms", e.cycle_ms),
+        cycle_source=source,
+        accept_len=None if e.accept_len is None else format_number(e.accept_len, 2),
+        steps=e.steps,
+        max_len=None if e.steps is None else str(e.steps + 1),
+        measured=None if e.measured_tok_s is None else fmt("throughput_tok_s", e.measured_tok_s),
+        ceiling=None if e.ceiling_tok_s is None else fmt("throughput_tok_s", e.ceiling_tok_s),
+        efficiency=None if e.efficiency is None else format_percent(e.efficiency),
+        baseline_config=e.baseline_config,
+        baseline_tok_s=(
+            None if e.baseline_tok_s is None else fmt("throughput_tok_s", e.baseline_tok_s)
+        ),
+        break_even=(
+            None if e.break_even_accept_len is None else format_number(e.break_even_accept_len, 2)
+        ),
+        pays=pays,
+        # a goal the user wrote, not a measurement: shown as written (150, not 150.0)
+        target_tok_s=None if e.target_tok_s is None else f"{e.target_tok_s:g} tok/s",
+        target_accept_len=(
+            None if e.target_accept_len is None else format_number(e.target_accept_len, 2)
+        ),
+        reachable=e.reachable,
+        p_needed_chain=None if e.p_needed_chain is None else format_percent(e.p_needed_chain),
+        p_needed_unbounded=(
+            None if e.p_needed_unbounded is None else format_percent(e.p_needed_unbounded)
+        ),
+        p_current_chain=None if e.p_current_chain is None else format_percent(e.p_current_chain),
+        p_current_unbounded=(
+            None if e.p_current_unbounded is None else format_percent(e.p_current_unbounded)
+        ),
+        refs=refs_text(refs),
+    )
+
+
+def _nice(x: float, up: bool) -> float:
+    """A round axis bound at or beyond x (1, 2, 2.5, 5 × 10^k)."""
+    if x == 0 or not math.isfinite(x):
+        return 0.0
+    mag = 10 ** math.floor(math.log10(abs(x)))
+    steps = (1.0, 2.0, 2.5, 5.0, 10.0)
+    if (x > 0) == up:
+        return math.copysign(next(s for s in steps if s * mag >= abs(x) - 1e-12) * mag, x)
+    return math.copysign(next(s for s in reversed(steps) if s * mag <= abs(x) + 1e-12) * mag, x)
+
+
+def _plain(x: float, places: int) -> str:
+    return format_number(x, places).replace(" ", "")
+
+
+def _chart(a: Analysis, metric: str, carry: int | None) -> ChartView | None:
+    series: list[Series] = []
+    for c in a.configs:
+        rows = [r for r in a.runs if r.config == c.name and r.metric == metric]
+        if not rows:
+            continue
+        s = c.metrics.get(metric)
+        median = s.median if s is not None else None
+        series.append(
+            Series(
+                config=c.name,
+                values=[r.value for r in rows],
+                outliers=[r.outlier for r in rows],
+                where=[f"{r.source}:{r.line}" for r in rows],
+                median=median,
+                median_text=(
+                    "—"
+                    if median is None
+                    else _plain(median, _places(fmt(metric, median, carry, unit=False)))
+                ),
+            )
+        )
+    medians = [s.median for s in series if s.median is not None and math.isfinite(s.median)]
+    if not medians:
+        return None
+    unit = metrics.get(metric).unit
+    places = max(_places(s.median_text) for s in series)
+    lo, hi = min(0.0, min(medians)), max(0.0, max(medians))
+    y_min, y_max = _nice(lo * 1.1, up=False), _nice(hi * 1.1, up=True)
+    if y_max == y_min:
+        y_max = y_min + 1
+    return ChartView(
+        metric=metric,
+        unit=unit,
+        title=f"Median {metric} per config" + (f" ({unit})" if unit else ""),
+        series=[s for s in series if s.median is not None and math.isfinite(s.median)],
+        y_min=_plain(y_min, 0 if y_min.is_integer() else 2),
+        y_max=_plain(y_max, 0 if y_max.is_integer() else 2),
+        places=places,
+    )
+
+
+def build(analysis: Analysis, session_ref: str) -> ReportView:
+    """The view of an analysis; `session_ref` is the session folder as the header names it."""
+    a = analysis
+    headline = _headline(a)
+    carry = _carry(a)
+    shown: list[str] = []
+    for m in [headline, *(h.metric for h in a.hypotheses), *(c.metric for c in a.comparisons)]:
+        if m is not None and m not in shown:
+            shown.append(m)
+    notes = _build_notes(a, shown, carry)
+
+    header = {
+        "sessionlens_version": a.sessionlens_version,
+        "session": session_ref,
+        "args": {"baseline": a.args.baseline, "hypotheses": list(a.args.hypotheses)},
+        "inputs_digest": a.inputs_digest,
+        "verdicts": {h.id: h.verdict for h in a.hypotheses},
+    }
+
+    hyps = [_hypothesis(h, a, notes, carry) for h in a.hypotheses]
+
+    configs: list[ConfigRow] = []
+    for c in a.configs:
+        s = c.metrics.get(headline) if headline is not None else None
+        hc = carry.get(headline) if headline is not None else None
+        mean_ci = "—"
+        if s is not None and headline is not None and s.mean is not None:
+            mean_ci = fmt(headline, s.mean, hc)
+            if s.ci_low is not None and s.ci_high is not None and s.n >= 2:
+                half = (s.ci_high - s.ci_low) / 2
+                mean_text = fmt(headline, s.mean, hc, unit=False)
+                half_text = format_number(half, _places(mean_text))
+                unit = metrics.get(headline).unit
+                if unit == "fraction":
+                    mean_ci = f"{format_percent(s.mean)} ± {format_percent(half)}"
+                else:
+                    mean_ci = f"{mean_text} ± {half_text}" + (f" {unit}" if unit else "")
+        refs = notes.ref(
+            *[("outlier", c.name, m) for m in shown],
+            *[
+                ("summary", c.name, m, code)
+                for m in shown
+                for code in (c.metrics[m].warnings if m in c.metrics else [])
+            ],
+        )
+        refs += [
+            n
+            for src in c.sources
+            for n in notes.file(src)
+            if notes.items[n - 1].code in _TRUNCATION
+        ]
+        refs += notes.file(c.name)
+        configs.append(
+            ConfigRow(
+                name=c.name,
+                label=c.label,
+                sources=", ".join(c.sources) if c.sources else "—",
+                n=s.n if s is not None else 0,
+                mean_ci=mean_ci,
+                median=fmt(headline, s.median, hc) if s is not None and headline else "—",
+                cv=format_percent(s.cv) if s is not None and s.cv is not None else "—",
+                refs=refs_text(refs),
+            )
+        )
+
+    names = [c.name for c in a.configs]
+    settings_by = {c.name: c.settings for c in a.configs}
+    # Settings every config records come first: a config without a server log would
+    # otherwise bury the few real differences under every server arg of the others.
+    settings: list[SettingRow] = []
+    partial: list[SettingRow] = []
+    for key in a.settings_diff:
+        has = [key in settings_by.get(n, {}) for n in names]
+        row = SettingRow(
+            key=key,
+            values=[
+                fmt_setting(settings_by[n][key]) if present else "—"
+                for n, present in zip(names, has, strict=True)
+            ],
+        )
+        (settings if all(has) else partial).append(row)
+
+    comparisons: list[ComparisonRow] = []
+    for cmp in a.comparisons:
+        places = pct_places(cmp.change, cmp.ci_low, cmp.ci_high)
+        h = _holm_for(a, cmp.metric, cmp.baseline, cmp.candidate)
+        refs = notes.ref(
+            *[("cmp", cmp.baseline, cmp.candidate, cmp.metric, code) for code in cmp.warnings],
+            ("outlier", cmp.baseline, cmp.metric),
+            ("outlier", cmp.candidate, cmp.metric),
+        )
+        mc = carry.get(cmp.metric)
+        comparisons.append(
+            ComparisonRow(
+                metric=cmp.metric,
+                candidate=cmp.candidate,
+                n=f"{cmp.n_candidate} vs {cmp.n_baseline}",
+                mean_baseline=fmt(cmp.metric, cmp.mean_baseline, mc),
+                mean_candidate=fmt(cmp.metric, cmp.mean_candidate, mc),
+                change=format_percent(cmp.change, places, signed=True),
+                ci=_interval(cmp.ci_low, cmp.ci_high, places),
+                p_welch=fmt_p(cmp.p_welch),
+                p_mannwhitney=fmt_p(cmp.p_mannwhitney),
+                p_holm=fmt_p(h.p_holm) if h is not None else "—",
+                hedges_g=format_number(cmp.hedges_g, 2),
+                refs=refs_text(refs),
+            )
+        )
+
+    econ = [_economics(e, a, notes) for e in a.economics]
+
+    runs: list[RunView] = []
+    for r in a.runs:
+        mc = carry.get(r.metric)
+        runs.append(
+            RunView(
+                config=r.config,
+                source=r.source,
+                line=r.line,
+                run="—" if r.run is None else str(r.run),
+                value=fmt(r.metric, r.value, mc),
+                outlier=r.outlier,
+                refs=refs_text(notes.ref(("outlier", r.config, r.metric)) if r.outlier else []),
+            )
+        )
+
+    sources = [
+        SourceView(
+            path=s.path,
+            config=s.config if s.config is not None else "unassigned",
+            format=s.format if s.format is not None else "not recognised",
+            lines=s.lines,
+            samples=s.samples,
+            sha256=s.sha256,
+            refs=refs_text(notes.file(s.path)),
+        )
+        for s in a.sources
+    ]
+
+    return ReportView(
+        title=a.title,
+        header=header,
+        header_json=header_json(header),
+        level=level_text(a.alpha),
+        baseline=a.baseline,
+        headline=headline,
+        headline_unit=metrics.get(headline).unit if headline is not None else "",
+        config_names=names,
+        hypotheses=hyps,
+        configs=configs,
+        settings=settings,
+        settings_partial=partial,
+        comparisons=comparisons,
+        has_holm=bool(a.hypotheses),
+        economics=econ,
+        chart=_chart(a, headline, carry.get(headline)) if headline is not None else None,
+        runs=runs,
+        notes=notes.items,
+        sources=sources,
+        analysis=a,
+    )

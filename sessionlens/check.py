@@ -182,8 +182,9 @@ def check_report(rep: Committed, cwd: Path) -> CheckResult:
             hypotheses=list(args.get("hypotheses") or []),
         )
     except ManifestError as exc:
+        where = os.path.relpath(exc.path, cwd) if exc.path else session_shown
         result.findings.append(
-            Finding(exc.path or session_shown, exc.message, "bad-manifest", exc.line)
+            Finding(where, exc.message, "bad-manifest", exc.line)
         )
         return result
     except SessionlensError as exc:

@@ -48,11 +48,13 @@ CODES: dict[str, tuple[Level, str]] = {
     "mixed-accept-len": ("warning", "acceptance lengths count the bonus token differently"),
     "zero-variance": ("info", "all values are equal"),
     # --- sglang-server / phase-timing / server args codes ---
-    "unknown-field": ("info", "a field of a known log line is not known; it was ignored (counted)"),
+    "server-restart": ("warning", "a server log holds several launches; their samples are pooled"),
     # --- serving benchmark codes ---
+    "unknown-row": ("info", "rows of a benchmark block that no alias maps were skipped"),
+    "bad-record": ("warning", "a JSONL line is not a JSON benchmark record; it was skipped"),
     # --- vllm-server / one-batch codes ---
     "unknown-field": ("info", "a field of a known line is not known; it was skipped"),
-    "idle-interval": ("info", "idle engine intervals (nothing running, 0 tokens/s) are not samples"),
+    "idle-interval": ("info", "idle engine intervals (nothing running, 0 tokens/s) aren't samples"),
     "cumulative-baseline": (
         "info",
         "a cumulative counter's first value has no start before it; it only sets the baseline",

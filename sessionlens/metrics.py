@@ -138,12 +138,27 @@ _add("cuda_graph_capture_s", "s", "lower", "mean", "target CUDA-graph capture ti
 _add("cuda_graph_capture_mem_gb", "GB", "lower", "mean", "memory taken by the CUDA graphs")
 
 # --- serving benchmark extras (sglang-bench-serving, vllm-bench-serve, sglang-bench-offline) ---
+_add("failed_requests", "req", "lower", "sum", "failed requests of a serving benchmark")
+_add("num_drafts", "drafts", None, "sum", "draft proposals during the benchmark (vLLM block)")
+_add("slo_attainment", "fraction", "higher", "mean", "share of requests meeting every SLO")
+_add("cache_hit_rate", "fraction", "higher", "mean", "prompt-cache hit rate over the benchmark")
+_add("rtfx", "x", "higher", "mean", "inverse real-time factor (audio benchmarks)")
+for _lat in ("ttft", "tpot", "itl", "e2e_latency"):
+    _add(f"{_lat}_slo_attainment", "fraction", "higher", "mean", f"{_lat} SLO attainment")
+    # percentiles vLLM's --metric-percentiles can ask for beyond DESIGN §3's set
+    for _stat in ("min", "p25", "p50", "p75", "p9999"):
+        _add(f"{_lat}_ms_{_stat}", "ms", "lower", "mean", f"{_lat} ({_stat})")
 
 # --- vllm-server and sglang-bench-one-batch extras ---
 _add("cpu_kv_cache_usage", "fraction", None, "mean", "CPU (swap) KV-cache usage, vLLM V0")
 _add("cpu_prefix_cache_hit_rate", "fraction", "higher", "mean", "CPU prefix-cache hit rate, V0")
-_add("external_prefix_cache_hit_rate", "fraction", "higher", "mean",
-     "external (connector) prefix-cache hit rate")
+_add(
+    "external_prefix_cache_hit_rate",
+    "fraction",
+    "higher",
+    "mean",
+    "external (connector) prefix-cache hit rate",
+)
 _add("mm_cache_hit_rate", "fraction", "higher", "mean", "multi-modal cache hit rate")
 _add("preemptions", "req", "lower", "sum", "requests preempted in the interval")
 _add("corrupted_req", "req", "lower", "sum", "corrupted requests")
@@ -152,8 +167,13 @@ _add("kv_fetch_waiting_req", "req", None, "sum", "KV fetches waiting to start")
 _add("kv_fetch_in_progress_req", "req", None, "sum", "KV fetches in progress")
 _add("kv_fetch_completed_waiting_req", "req", None, "sum", "completed KV fetches waiting")
 _add("emitted_tokens", "tokens", "higher", "sum", "tokens emitted by speculative decoding")
-_add("system_efficiency", "fraction", "higher", "mean",
-     "emitted / maximum possible tokens (vLLM V0, cumulative)")
+_add(
+    "system_efficiency",
+    "fraction",
+    "higher",
+    "mean",
+    "emitted / maximum possible tokens (vLLM V0, cumulative)",
+)
 _add("accepted_throughput_tok_s", "tok/s", "higher", "sum", "accepted draft tokens per second")
 _add("drafted_throughput_tok_s", "tok/s", None, "sum", "drafted tokens per second")
 _add("ttft_s", "s", "lower", "mean", "time to first token of the batch")
@@ -161,8 +181,13 @@ _add("last_ttft_s", "s", "lower", "mean", "time to first token of the batch's la
 _add("itl_ms", "ms", "lower", "mean", "per-token latency from the output throughput")
 _add("total_output_tokens", "tokens", None, "sum", "output tokens of the case")
 _add("early_stopped_requests", "req", None, "sum", "requests that stopped before output_len")
-_add("steady_state_output_throughput_tok_s", "tok/s", "higher", "sum",
-     "output throughput once every request is decoding")
+_add(
+    "steady_state_output_throughput_tok_s",
+    "tok/s",
+    "higher",
+    "sum",
+    "output throughput once every request is decoding",
+)
 
 
 # Dynamic families: phase_<slug>_ms_per_cycle, phase_<slug>_share, position_acceptance_rate_<i>.
@@ -234,7 +259,7 @@ def _decimals_for(unit: str, value: float) -> int:
         return 2 if mag < 100 else 1
     if unit == "s":
         return 2 if mag < 1000 else 1
-    if unit in ("tokens", "req"):
+    if unit in ("tokens", "req", "drafts", "count"):
         return 0 if float(value).is_integer() else 2
     if unit == "tokens/cycle":
         return 2

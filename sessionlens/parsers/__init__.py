@@ -28,11 +28,27 @@ from ..model import (
     SourceInfo,
     SummaryItem,
 )
-from . import bench_stdout
+from . import (
+    bench_stdout,
+    phase_timing,
+    sglang_bench_offline,
+    sglang_bench_one_batch,
+    sglang_bench_serving,
+    sglang_server,
+    vllm_bench_serve,
+    vllm_server,
+)
 from .base import ParseContext, Parser
 
 PARSERS: dict[str, Parser] = {
     bench_stdout.format_id: bench_stdout,
+    sglang_bench_serving.format_id: sglang_bench_serving,
+    vllm_bench_serve.format_id: vllm_bench_serve,
+    sglang_bench_offline.format_id: sglang_bench_offline,
+    vllm_server.format_id: vllm_server,
+    sglang_bench_one_batch.format_id: sglang_bench_one_batch,
+    sglang_server.format_id: sglang_server,
+    phase_timing.format_id: phase_timing,
 }
 
 THRESHOLD = 0.3
@@ -102,8 +118,13 @@ def parse_source(
     is_empty = any(d.code == "empty-file" for d in src.notes)
     if fid is None and not is_empty:
         diags.append(
-            dg.make("unknown-format", source, None, "no parser recognises this file "
-                    f"({src.n_lines} lines); pin one with `format` in sessionlens.toml")
+            dg.make(
+                "unknown-format",
+                source,
+                None,
+                "no parser recognises this file "
+                f"({src.n_lines} lines); pin one with `format` in sessionlens.toml",
+            )
         )
     elif fid is not None and n_samples == 0 and not is_empty:
         diags.append(
@@ -119,8 +140,12 @@ def parse_source(
         settings=settings,
         summary=summary,
         blocks=[
-            BlockInfo(block=b, line=v.get("line", 0), format=v.get("format", fid or ""),
-                      settings=v.get("settings", {}))
+            BlockInfo(
+                block=b,
+                line=v.get("line", 0),
+                format=v.get("format", fid or ""),
+                settings=v.get("settings", {}),
+            )
             for b, v in sorted(blocks.items())
         ],
         record_counts=dict(sorted(ctx.counts.items())),

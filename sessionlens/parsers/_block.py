@@ -1,0 +1,882 @@
+"""Shared reader of benchmark result blocks: `{:<40} {:<10}` rows under `=`/`-` headers.
+
+Owns rows, aliases (label -> metric/setting), block boundaries (log-formats §9), the Namespace
+scanner, bench_serving JSON records and sniff evidence for the three block formats. It never
+evals or opens files. Settings stay JSON-safe: `inf` is the string "inf", `not set` is null.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from .._lines import Line
+from ..metrics import slug
+from ..model import BlockStart, Record, Sample, Setting
+from .base import ParseContext, decimals_of, read_number
+
+JSON = Any  # a JSON scalar or list (settings come from logs)
+
+# ------------------------------------------------------------------ line shapes
+
+# Outer prefixes a terminal or collector puts before every line: docker -t timestamps,
+# docker-compose `svc-1  | `, mpirun `[1,0]<stdout>:`, Ray/vLLM `(Name pid=N) `.
+_OUTER = re.compile(
+    r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+"
+    r"|\[\d+,\d+\]<std(?:out|err)>:\s?"
+    r"|[A-Za-z0-9_.-]+\s+\|\s"
+    r"|\((?:[\w.\-]+\s)?pid=\d+(?:,\s*ip=[\d.]+)?\)\s+)+"
+)
+TITLE = re.compile(r"^\s*={3,}\s*(?P<t>[^=\s](?:[^=]*[^=\s])?)\s*={3,}\s*$")
+FOOTER = re.compile(r"^\s*={10,}\s*$")
+SECTION = re.compile(r"^\s*-{3,}\s*(?P<t>[^-\s](?:.*?[^-\s])?)\s*-{3,}\s*$")
+# `label:` then whitespace then the value (never by column: wide values have no padding).
+_ROW = re.compile(
+    r"^\s*(?:[-*+]\s+(?=[A-Za-z]))?"
+    r"(?P<label>[A-Za-z#][A-Za-z0-9 #()/%<>.+_'&-]{0,79}?)[ \t]*:"
+    r"(?P<gap>[ \t]*)(?P<value>\S(?:.*\S)?)?(?P<trail>[ \t]*)$"
+)
+# Lines of a server log printed to the same terminal: never part of a block, never a label.
+_FOREIGN = re.compile(
+    r"^\s*(?:\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d[^\]]*\]"
+    r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)(?::\s|\s+\d\d-\d\d \d\d:\d\d:\d\d)"
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+ (?:INFO|WARNING|ERROR|DEBUG))"
+    r"|(?:Decode|Prefill) batch[.,\s\[(]"
+)
+_NS_START = re.compile(r"^\s*(?:\w+\s*=\s*)?Namespace\(")
+_PREAMBLE_COUNT = re.compile(r"^\s*#\s?(?:Input|Output) tokens\s*:")
+# Lines that are noise before a block, never its label: tqdm bars, progress messages,
+# warnings, the `--plot-throughput` charts, tips.
+_NOISE = re.compile(
+    r"it/s\]|s/it\]|\d+%\||\.\.\.\s*$|\b\w*(?:Warning|Error)\b:|^\s*Traceback\b|^\s*File \""
+    r"|^\s*tip:|^\s*(?:Output tokens|Concurrent requests) per second\s*$"
+    r"|[|+]-|-[|+]|^\s*\||Namespace\(|^\s*#\s?(?:Input|Output) tokens\b"
+)
+_WARNING = re.compile(r"\b\w*Warning\b:")
+_LEAD_NUM = re.compile(
+    r"^(?P<num>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?))"
+    r"(?P<rest>.*)$",
+    re.IGNORECASE,
+)
+
+# ------------------------------------------------------------------ alias tables
+
+Kind = Literal["metric", "setting", "subheader"]
+Cast = Literal["auto", "int", "float", "str"]
+
+
+@dataclass(frozen=True, slots=True)
+class RowSpec:
+    """What a block row means: a metric or a setting, and how to read its value."""
+
+    name: str
+    kind: Kind
+    cast: Cast = "auto"
+    # An acceptance-length row, and whose accounting it follows (log-formats §5.1, §6.1).
+    accept: Literal["sglang", "vllm"] | None = None
+
+
+def _m(name: str, accept: Literal["sglang", "vllm"] | None = None) -> RowSpec:
+    return RowSpec(name, "metric", accept=accept)
+
+
+def _s(name: str, cast: Cast = "auto") -> RowSpec:
+    return RowSpec(name, "setting", cast)
+
+
+# Normalised label (lower case, single spaces) -> meaning. Percent rows are recognised by
+# `(%)` in the label or `%` after the value, and stored as fractions.
+ROWS: dict[str, RowSpec] = {
+    "successful requests": _m("successful_requests"),
+    "failed requests": _m("failed_requests"),
+    "benchmark duration (s)": _m("benchmark_duration_s"),
+    "request throughput (req/s)": _m("request_throughput_req_s"),
+    "input token throughput (tok/s)": _m("input_throughput_tok_s"),
+    "output token throughput (tok/s)": _m("output_throughput_tok_s"),
+    "peak output token throughput (tok/s)": _m("peak_output_throughput_tok_s"),
+    "peak concurrent requests": _m("peak_concurrent_requests"),
+    "total token throughput (tok/s)": _m("total_throughput_tok_s"),  # also vLLM's "Total Token"
+    "concurrency": _m("concurrency"),
+    "accept length": _m("accept_length", accept="sglang"),
+    "acceptance length": _m("accept_length", accept="vllm"),
+    "acceptance rate (%)": _m("draft_acceptance_rate"),
+    "request goodput (req/s)": _m("goodput_req_s"),
+    "last generation throughput (tok/s)": _m("last_gen_throughput_tok_s"),
+    "drafts": _m("num_drafts"),
+    "draft tokens": _m("drafted_tokens"),
+    "accepted tokens": _m("accepted_tokens"),
+    "slo attainment (%)": _m("slo_attainment"),
+    "rtfx (inverse real-time factor)": _m("rtfx"),
+    "cache hit rate": _m("cache_hit_rate"),
+    "backend": _s("backend", "str"),
+    "traffic request rate": _s("request_rate", "float"),
+    "request rate configured (rps)": _s("request_rate", "float"),
+    "max request concurrency": _s("max_concurrency", "int"),
+    "max reqeuest concurrency": _s("max_concurrency", "int"),  # SGLang 0.4.0–0.4.6 typo
+    "maximum request concurrency": _s("max_concurrency", "int"),
+    "burstiness factor": _s("burstiness", "float"),
+    "total input tokens": _s("total_input_tokens", "int"),
+    "total input text tokens": _s("total_input_text_tokens", "int"),
+    "total input vision tokens": _s("total_input_vision_tokens", "int"),
+    "total generated tokens": _s("total_output_tokens", "int"),
+    "total generated tokens (retokenized)": _s("total_output_tokens_retokenized", "int"),
+    "slos (ms)": _s("slos_ms", "str"),
+    "per-position acceptance (%)": RowSpec("per_position", "subheader"),
+    "per-position acceptance": RowSpec("per_position", "subheader"),
+}
+# Rows whose meaning depends on their section (SGLang 0.5.14+ `--cache-report`).
+SECTION_ROWS: dict[str, dict[str, RowSpec]] = {
+    "cache hit details": {
+        "total prompt tokens": _s("cache_total_prompt_tokens", "int"),
+        "total cached tokens": _s("cache_total_cached_tokens", "int"),
+        "device": _s("cache_device"),
+        "host": _s("cache_host"),
+    },
+}
+# Section names (lower case, `-` as space) whose rows are understood. Latency rows of any
+# other section are skipped: vLLM 0.33's queue-inclusive latencies reuse the same stat
+# words, and mapping them onto `e2e_latency_*` would be a silent lie.
+KNOWN_SECTIONS = frozenset(
+    {
+        "end to end latency",
+        "time to first token",
+        "time per output token (excl. 1st token)",
+        "inter token latency",
+        "goodput",
+        "cache hit details",
+        "speculative decoding",
+    }
+)
+LATENCY_FAMILIES = {
+    "ttft": "ttft",
+    "tpot": "tpot",
+    "itl": "itl",
+    "e2e latency": "e2e_latency",
+    "e2el": "e2e_latency",
+    "e2e": "e2e_latency",
+}
+_LATENCY_ROW = re.compile(
+    r"^(?P<stat>mean|median|std|min|max|p(?P<p>\d+(?:\.\d+)?))\s+(?P<fam>.+?)\s*\(ms\)$"
+)
+_POSITION_ROW = re.compile(r"^position (?P<i>\d+)$")
+_SLO_ROW = re.compile(r"^(?P<name>.+?) slo attainment \(%\)$")
+_STORAGE_ROW = re.compile(r"^storage\b.*$")
+
+# bench_serving `--output-file` keys -> metric (log-formats §5.1).
+JSON_METRICS: dict[str, str] = {
+    "completed": "successful_requests",
+    "failed": "failed_requests",
+    "duration": "benchmark_duration_s",
+    "request_throughput": "request_throughput_req_s",
+    "input_throughput": "input_throughput_tok_s",
+    "output_throughput": "output_throughput_tok_s",
+    "total_throughput": "total_throughput_tok_s",
+    "total_token_throughput": "total_throughput_tok_s",
+    "max_output_tokens_per_s": "peak_output_throughput_tok_s",
+    "max_concurrent_requests": "peak_concurrent_requests",
+    "concurrency": "concurrency",
+    "accept_length": "accept_length",
+    "request_goodput": "goodput_req_s",
+    "last_gen_throughput": "last_gen_throughput_tok_s",
+}
+_JSON_LATENCY = re.compile(
+    r"^(?P<stat>mean|median|std|min|max|p(?P<p>\d+(?:\.\d+)?))_(?P<fam>ttft|tpot|itl|e2e_latency|e2el)_ms$"
+)
+# Per-request arrays (`--output-details`; always present in 0.4.x): not settings.
+_JSON_ARRAYS = frozenset(
+    {
+        "input_lens",
+        "output_lens",
+        "ttfts",
+        "itls",
+        "generated_texts",
+        "errors",
+        "latencies",
+        "start_times",
+        "queue_times",
+    }
+)
+_MAX_LIST = 64  # longer lists are per-request data, not settings
+
+ACCEPT_SCOPE: dict[str, tuple[str, bool]] = {
+    # SGLang reads /server_info's avg_spec_accept_length: cumulative since server start or
+    # the last flush, bonus token included. vLLM diffs its Prometheus counters around the
+    # run (benchmark only) and computes 1 + accepted/drafts.
+    "sglang": ("server-cumulative", True),
+    "vllm": ("benchmark", True),
+}
+
+
+def norm_label(label: str) -> str:
+    """A row label for lookup: lower case, single spaces."""
+    return re.sub(r"\s+", " ", label.strip()).lower()
+
+
+def section_key(title: str) -> str:
+    """A section title for lookup: `End-to-End Latency` -> `end to end latency`."""
+    return re.sub(r"[\s-]+", " ", title.strip()).lower()
+
+
+def lookup(label: str, section: str | None) -> RowSpec | None:
+    """The meaning of a row label in a section (None: before any section), if known."""
+    key = norm_label(label)
+    if section is not None and section in SECTION_ROWS:
+        found = SECTION_ROWS[section].get(key)
+        if found is not None:
+            return found
+        if section == "cache hit details" and _STORAGE_ROW.match(key):
+            return _s("cache_" + slug(key))
+    found = ROWS.get(key)
+    if found is not None:
+        return found
+    m = _LATENCY_ROW.match(key)
+    if m is not None:
+        fam = LATENCY_FAMILIES.get(m["fam"])
+        if fam is None or (section is not None and section not in KNOWN_SECTIONS):
+            return None
+        return _m(f"{fam}_ms_{_stat(m['stat'], m['p'])}")
+    m = _POSITION_ROW.match(key)
+    if m is not None:
+        return _m(f"position_acceptance_rate_{int(m['i'])}")
+    m = _SLO_ROW.match(key)
+    if m is not None:
+        name = m["name"]
+        return _m(f"{LATENCY_FAMILIES.get(name, slug(name))}_slo_attainment")
+    return None
+
+
+def _stat(stat: str, p: str | None) -> str:
+    # P99.9 -> p999, P99 -> p99: the registry's spelling of percentiles
+    return "p" + p.replace(".", "") if p is not None else stat
+
+
+# ------------------------------------------------------------------ values
+
+
+def setting_value(raw: str, cast: Cast = "auto") -> JSON:
+    """A row's or argument's value as a JSON-safe setting (`inf` kept as the string "inf")."""
+    t = raw.strip()
+    low = t.lower()
+    if low in ("not set", "none", "null", ""):
+        return None
+    if low in ("inf", "+inf", "infinity", "-inf", "nan"):
+        return low.lstrip("+").replace("infinity", "inf")  # JSON has no infinity
+    if cast == "str":
+        return t
+    m = re.fullmatch(r"(?P<n>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?:\s*\(.*\))?", t)
+    if m is not None:
+        n = m["n"]
+        if cast == "float":
+            return float(n)
+        if re.fullmatch(r"[-+]?\d+", n):
+            return int(n)
+        f = float(n)
+        return int(f) if cast == "int" and f.is_integer() else f
+    if low in ("true", "false"):
+        return low == "true"
+    return t
+
+
+def _json_setting(value: Any) -> JSON:
+    if isinstance(value, float) and not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, list):
+        return [_json_setting(v) for v in value]
+    return value
+
+
+# ------------------------------------------------------------------ Namespace(...) preamble
+
+_NS_SCALAR = re.compile(
+    r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
+    r"|None|True|False|[-+]?inf|nan"
+)
+_NS_ITEM = re.compile(r"^\s*(?P<k>[A-Za-z_]\w*)\s*=\s*(?P<v>.*?)\s*$", re.DOTALL)
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", "'": "'", '"': '"'}
+
+
+def namespace_items(body: str) -> tuple[list[tuple[str, JSON]], bool]:
+    """Scalar `key=value` items of an argparse `Namespace(` body (text after the paren).
+
+    A bracket- and quote-aware split on top-level commas; only plain scalars are kept
+    (nested reprs such as `<function ...>` or lists are skipped). Returns the items and
+    whether the closing paren was seen; without it the last item may be cut and is dropped.
+    """
+    raw: list[str] = []
+    depth = 0
+    quote = ""
+    start = 0
+    i = 0
+    complete = False
+    while i < len(body):
+        ch = body[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{<":
+            depth += 1
+        elif ch in ")]}>":
+            if depth == 0 and ch == ")":
+                raw.append(body[start:i])
+                complete = True
+                break
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            raw.append(body[start:i])
+            start = i + 1
+        i += 1
+    out: list[tuple[str, JSON]] = []
+    for item in raw:
+        m = _NS_ITEM.match(item)
+        if m is None or _NS_SCALAR.fullmatch(m["v"]) is None:
+            continue
+        out.append((m["k"], _ns_value(m["v"])))
+    return out, complete
+
+
+def _ns_value(v: str) -> JSON:
+    if v[:1] in "'\"":
+        return re.sub(r"\\(.)", lambda e: _ESCAPES.get(e.group(1), e.group(0)), v[1:-1])
+    return {"None": None, "True": True, "False": False}.get(v, setting_value(v))
+
+
+# ------------------------------------------------------------------ sniff evidence
+
+SERVER_MARKERS = re.compile(
+    r"(?:Decode|Prefill) batch[.,\s\[(]|server_args=|Avg prompt throughput:"
+    r"|SpecDecoding metrics:|Speculative metrics:"
+)
+TITLE_SERVING = re.compile(r"=\s*Serving Benchmark Result\s*=")
+TITLE_OFFLINE = re.compile(r"=\s*Offline Throughput Benchmark Result\s*=")
+_AFTER_TITLE = r"=\s*Serving Benchmark Result\s*=+[ \t]*\n(?:[ \t]*\n)*[^\n]*?"
+# Case matters: SGLang prints `End-to-End`/`Inter-Token` (0.4.4+), vLLM `End-to-end`/`Inter-token`.
+SGLANG_MARKS = re.compile(
+    _AFTER_TITLE + r"Backend:"
+    r"|Backend:[ \t]{2,}\S[^\n]*\n[^\n]*Traffic request rate:"
+    r"|Max reqeuest concurrency:|\bAccept length:[ \t]+\d|E2E Latency \(ms\):"
+    r"|-End-to-End Latency-|-Inter-Token Latency-|-Cache Hit Details-|-Goodput-"
+    r"|Total generated tokens \(retokenized\):|benchmark_args=Namespace\("
+)
+VLLM_MARKS = re.compile(
+    _AFTER_TITLE + r"Successful requests:"
+    r"|E2EL \(ms\):|-End-to-end Latency-|Total Token throughput|Failed requests:"
+    r"|Request rate configured \(RPS\):|-Speculative Decoding-|Acceptance rate \(%\):"
+    r"|Per-position acceptance|Maximum request concurrency:[ \t]{2,}|Burstiness factor:"
+    r"|dispatch_function=|Acceptance length:"
+)
+GENERIC_MARKS = re.compile(
+    r"Serving Benchmark Result|(?:Mean|Median|P\d+(?:\.\d+)?) (?:TTFT|TPOT|ITL) \(ms\):"
+    r"|Request throughput \(req/s\):"
+)
+OFFLINE_ROW = re.compile(r"Last generation throughput \(tok/s\):")
+_JSONL_HEAD = re.compile(r'\A\s*\{[^\n]*"(?:request_throughput|mean_ttft_ms|completed)"')
+_SGLANG_JSON_KEYS = re.compile(
+    r'"(?:accept_length|random_range_ratio|sharegpt_output_len|'
+    r'total_output_tokens_retokenized|server_info)"\s*:'
+)
+
+
+def looks_like_jsonl(head: str) -> bool:
+    """Whether a source starts with a JSON object (bench_serving's `--output-file`)."""
+    return head.lstrip().startswith("{")
+
+
+def sglang_jsonl(head: str) -> bool:
+    """Whether the head is bench_serving JSONL, told by its SGLang-only keys."""
+    return _JSONL_HEAD.search(head) is not None and _SGLANG_JSON_KEYS.search(head) is not None
+
+
+# ------------------------------------------------------------------ the reader
+
+
+class LineReader(Protocol):
+    """An embedded line-level parser (e.g. a server log printed to the same terminal)."""
+
+    def feed(self, ln: Line) -> Iterator[Record]: ...
+
+    def finish(self) -> Iterator[Record]: ...
+
+
+@dataclass(slots=True)
+class _Row:
+    label: str
+    value: str
+    padded: bool
+    at_end: bool  # nothing (not even padding) follows the value
+
+
+def parse_row(text: str) -> _Row | None:
+    """A `label:` + whitespace + value line (value may be empty), or None."""
+    m = _ROW.match(text)
+    if m is None:
+        return None
+    value = m["value"] or ""
+    if value and not m["gap"]:
+        return None  # `a:b` is no row
+    label = m["label"].strip()
+    # `{:<40}` pads the label to 40 columns: two or more spaces, or a label that fills them.
+    padded = len(m["gap"]) >= 2 or len(label) + 1 >= 39
+    return _Row(label, value, padded, m["trail"] == "")
+
+
+@dataclass(slots=True)
+class _Block:
+    line: int
+    title: str | None = None
+    known_title: bool = False
+    label: tuple[str, int] | None = None
+    index: int | None = None
+    section: str | None = None
+    section_raw: str | None = None
+    names: set[str] = field(default_factory=set)
+    unknown: list[tuple[int, str]] = field(default_factory=list)
+    percent_positions: bool = True
+    accept_done: bool = False
+    # An unknown section after the block's first rows is an unknown sub-section (vLLM
+    # 0.33's `Probe Requests`, a fork's extras): none of its rows is read, since it may
+    # repeat top-level labels. An unknown header that opens a block is only a decoration.
+    skip_section: bool = False
+
+
+@dataclass(slots=True)
+class _Namespace:
+    line: int
+    body: str
+    lines: int = 1
+
+
+_KNOWN_TITLES = ("serving benchmark result", "offline throughput benchmark result")
+_MAX_NS_LINES = 80  # a hard-wrapped Namespace of a few KB; more is not a Namespace
+_MAX_UNKNOWN_SHOWN = 5
+
+
+class BlockReader:
+    """Line-level state machine for result blocks: `feed` each line, then `finish`.
+
+    A block starts at a title, or at the first padded row, known row or section header
+    after other text, and ends at its footer, the next title, a row that repeats one of
+    its metrics or settings (title-less blocks pasted one after another), or a line that
+    is neither a row, a header nor blank. Blocks are materialised lazily, at their first
+    known row, so decorative headers never become empty blocks. Run parameters seen
+    before a block (Namespace dump, vLLM's preamble lines, a label line) become its
+    settings. Lines of a server log printed to the same terminal go to `embedded`.
+    """
+
+    def __init__(
+        self,
+        format_id: str,
+        ctx: ParseContext,
+        *,
+        next_block: Callable[[], int] | None = None,
+        json_records: bool = False,
+        jsonl: bool = False,
+        embedded: tuple[str, LineReader] | None = None,
+    ) -> None:
+        self.format_id = format_id
+        self.ctx = ctx
+        counter = itertools.count()
+        self._next_block = next_block or (lambda: next(counter))
+        self._json_records = json_records or jsonl
+        self._jsonl = jsonl
+        self._embedded = embedded
+        self._block: _Block | None = None
+        self._pending: dict[str, tuple[JSON, int]] = {}
+        self._label: tuple[str, int] | None = None
+        self._ns: _Namespace | None = None
+        self._last_cut = False
+        self._after_warning = False  # Python echoes a warning's source line after it
+
+    # ------------------------------------------------------------------ entry points
+
+    def feed(self, ln: Line) -> Iterator[Record]:
+        """Records of one line, in line order."""
+        self._last_cut = ln.cut
+        text = _OUTER.sub("", ln.text, count=1)
+        stripped = text.strip()
+        if self._ns is not None:
+            if self._ns_continues(text, stripped):
+                self._ns.body += stripped
+                self._ns.lines += 1
+                self._scan_ns(final=False)
+                return
+            self._scan_ns(final=True)
+        if self._json_records and stripped.startswith("{"):
+            handled = yield from self._json_line(ln, stripped)
+            if handled:
+                return
+        elif self._jsonl and stripped:
+            yield from self._json_line(ln, stripped)
+            return
+        if not stripped:
+            return
+        if FOOTER.match(text):
+            self._end_block()
+            self._label = None
+            return
+        m = TITLE.match(text)
+        if m is not None:
+            self._end_block()
+            self._open(ln.no, title=m["t"])
+            return
+        m = SECTION.match(text)
+        if m is not None:
+            b = self._block
+            if b is None:
+                b = self._open(ln.no)
+                if section_key(m["t"]) not in KNOWN_SECTIONS:
+                    # `--- concurrency 8 ---` opening rows is a label, not a section
+                    b.label = (m["t"], ln.no)
+                    return
+            b.section = section_key(m["t"])
+            b.section_raw = m["t"]
+            b.skip_section = b.index is not None and b.section not in KNOWN_SECTIONS
+            return
+        if _FOREIGN.search(text):
+            yield from self._foreign(ln)
+            return
+        if _NS_START.match(text):
+            self._end_block()
+            self._ns = _Namespace(ln.no, text[text.index("Namespace(") + len("Namespace(") :])
+            self.ctx.count("namespace")
+            self._scan_ns(final=False)
+            return
+        row = parse_row(text)
+        if row is not None and not _PREAMBLE_COUNT.match(text):
+            yield from self._row(ln, row)
+            return
+        self._end_block()
+        yield from self._other(ln, stripped)
+
+    def finish(self) -> Iterator[Record]:
+        """Records still owed at the end of the source."""
+        if self._ns is not None:
+            self._scan_ns(final=True)
+        b = self._block
+        if b is not None and b.index is not None and self._last_cut:
+            self.ctx.warn(
+                b.line,
+                "truncated-output",
+                f"block {b.index} is cut: the file ends inside it; the rows "
+                "before the cut are kept",
+            )
+        elif b is not None and b.index is None and b.known_title:
+            self.ctx.warn(
+                b.line,
+                "truncated-output",
+                f"the block titled {b.title!r} has no rows: the file ends after it",
+            )
+        self._end_block()
+        if self._embedded is not None:
+            yield from self._embedded_records(self._embedded[1].finish())
+
+    # ------------------------------------------------------------------ blocks
+
+    def _open(self, line: int, title: str | None = None) -> _Block:
+        known = title is not None and norm_label(title) in _KNOWN_TITLES
+        self._block = _Block(line, title=title, known_title=known, label=self._label)
+        return self._block
+
+    def _materialize(self, b: _Block) -> Iterator[Record]:
+        if b.index is not None:
+            return
+        b.index = self._next_block()
+        self.ctx.count("block")
+        yield BlockStart(b.index, b.line, self.format_id)
+        for key, (value, line) in self._pending.items():
+            yield Setting(key, value, line, b.index)
+        self._pending.clear()
+        if b.title is not None and not b.known_title:
+            yield Setting("label", b.title, b.line, b.index)
+        elif b.label is not None:
+            yield Setting("label", b.label[0], b.label[1], b.index)
+        self._label = None
+
+    def _end_block(self) -> None:
+        b, self._block = self._block, None
+        if b is None:
+            return
+        if b.index is None:
+            # Never materialised: a decorative header or an unknown title is a label line.
+            if b.title is not None and not b.known_title:
+                self._label = (b.title, b.line)
+            elif b.title is None and b.label is not None and b.label[1] == b.line:
+                self._label = b.label
+            return
+        if b.unknown:
+            shown = ", ".join(repr(label) for _, label in b.unknown[:_MAX_UNKNOWN_SHOWN])
+            more = len(b.unknown) - _MAX_UNKNOWN_SHOWN
+            tail = f" and {more} more" if more > 0 else ""
+            n = len(b.unknown)
+            self.ctx.warn(
+                b.unknown[0][0],
+                "unknown-row",
+                f"block {b.index}: {n} row{'s' if n > 1 else ''} not read: {shown}{tail}",
+            )
+
+    def _row(self, ln: Line, row: _Row) -> Iterator[Record]:
+        b = self._block
+        spec = lookup(row.label, b.section if b is not None else None)
+        if b is None:
+            if spec is None and not row.padded:
+                yield from self._other(ln, ln.text.strip())
+                return
+            if spec is not None and spec.kind == "setting" and not row.padded:
+                # vLLM's preamble (`Traffic request rate: inf`) or a whitespace-collapsed
+                # paste: a run parameter for the next block, not a block row.
+                if not (row.at_end and ln.cut):
+                    self._pending[spec.name] = (setting_value(row.value, spec.cast), ln.no)
+                self.ctx.count("preamble")
+                return
+            b = self._open(ln.no)
+        if b.skip_section:
+            spec = None
+        elif spec is not None and spec.kind != "subheader" and spec.name in b.names:
+            self._end_block()
+            b = self._open(ln.no)
+            spec = lookup(row.label, None)
+        if spec is None:
+            unknown_section = b.section_raw and b.section not in KNOWN_SECTIONS
+            where = f"{b.section_raw}: " if unknown_section else ""
+            b.unknown.append((ln.no, where + row.label))
+            self.ctx.count("unknown-row")
+            return
+        if spec.kind == "subheader":
+            b.percent_positions = "%" in row.label
+            return
+        b.names.add(spec.name)
+        yield from self._materialize(b)
+        assert b.index is not None
+        self.ctx.count("row")
+        if spec.kind == "setting":
+            if row.at_end and ln.cut:
+                self.ctx.warn(
+                    ln.no,
+                    "truncated-value",
+                    f"block {b.index}: the value of {row.label!r} is cut ({row.value!r}); not kept",
+                )
+                return
+            yield Setting(spec.name, setting_value(row.value, spec.cast), ln.no, b.index)
+            return
+        if spec.accept is not None and not b.accept_done:
+            b.accept_done = True
+            scope, bonus = ACCEPT_SCOPE[spec.accept]
+            yield Setting("accept_length_scope", scope, ln.no, b.index)
+            yield Setting("accept_len_counts_bonus", bonus, ln.no, b.index)
+        percent = "(%)" in row.label or (
+            spec.name.startswith("position_acceptance_rate_") and b.percent_positions
+        )
+        value = self._metric_value(ln, row, b.index, percent)
+        if value is not None:
+            yield Sample(spec.name, value, ln.no, b.index)
+
+    def _metric_value(self, ln: Line, row: _Row, block: int, percent: bool) -> float | None:
+        """The row's number by DESIGN §2, or None with a diagnostic saying why."""
+        m = _LEAD_NUM.match(row.value)
+        rest = m["rest"] if m is not None else ""
+        if m is None or (rest and rest[0] not in "% \t("):
+            if ln.cut and row.at_end:
+                self.ctx.warn(
+                    ln.no,
+                    "truncated-value",
+                    f"block {block}: the value of {row.label!r} is cut "
+                    f"({row.value!r}); no sample taken",
+                )
+            else:
+                self.ctx.warn(
+                    ln.no,
+                    "unparsed-line",
+                    f"block {block}: {row.label!r} has no number ({row.value!r})",
+                )
+            return None
+        num = m["num"]
+        at_end = rest == "" and row.at_end
+        # Floats print `.2f` in every producer: on a cut last line, fewer decimals are a cut.
+        decimals = 2 if (ln.cut and at_end and "." in num) else None
+        got = read_number(num, at_end=at_end, line_cut=ln.cut, decimals=decimals)
+        if got.cut or got.value is None:
+            self.ctx.warn(
+                ln.no,
+                "truncated-value",
+                f"block {block}: the value of {row.label!r} is cut ({num!r}); no sample taken",
+            )
+            return None
+        if not math.isfinite(got.value):
+            self.ctx.warn(
+                ln.no, "non-finite-value", f"block {block}: {row.label!r} is {num}; no sample taken"
+            )
+            return None
+        if percent or rest.startswith("%"):
+            return round(got.value / 100, decimals_of(num) + 2)
+        return got.value
+
+    # ------------------------------------------------------------------ other lines
+
+    def _other(self, ln: Line, stripped: str) -> Iterator[Record]:
+        """Free text outside a block: maybe the label of the next block."""
+        label = None if self._after_warning else _label_of(stripped)
+        self._after_warning = _WARNING.search(stripped) is not None
+        if label is not None:
+            self._label = (label, ln.no)
+        if self._embedded is not None:
+            yield from self._embedded_records(self._embedded[1].feed(ln))
+
+    def _foreign(self, ln: Line) -> Iterator[Record]:
+        self.ctx.count("foreign-line")
+        if self._embedded is not None:
+            yield from self._embedded_records(self._embedded[1].feed(ln))
+
+    def _embedded_records(self, records: Iterator[Record]) -> Iterator[Record]:
+        assert self._embedded is not None
+        for rec in records:
+            if isinstance(rec, Sample | Setting):
+                self.ctx.embedded.add(self._embedded[0])
+            yield rec
+
+    # ------------------------------------------------------------------ Namespace dump
+
+    def _ns_continues(self, text: str, stripped: str) -> bool:
+        """Whether a line continues a hard-wrapped Namespace dump."""
+        assert self._ns is not None
+        if not stripped or self._ns.lines >= _MAX_NS_LINES:
+            return False
+        if FOOTER.match(text) or TITLE.match(text) or SECTION.match(text):
+            return False
+        if _PREAMBLE_COUNT.match(text) or _FOREIGN.search(text) or _NS_START.match(text):
+            return False
+        row = parse_row(text)
+        return row is None or not row.padded
+
+    def _scan_ns(self, final: bool) -> None:
+        ns = self._ns
+        assert ns is not None
+        items, complete = namespace_items(ns.body)
+        if not complete and not final:
+            return
+        self._ns = None
+        for key, value in items:
+            self._pending[key] = (value, ns.line)
+        if not complete:
+            self.ctx.warn(
+                ns.line,
+                "truncated-settings",
+                f"the Namespace dump is cut; {len(items)} argument"
+                f"{'s' if len(items) != 1 else ''} before the cut are kept",
+            )
+
+    # ------------------------------------------------------------------ JSON records
+
+    def _json_line(self, ln: Line, stripped: str) -> Generator[Record, None, bool]:
+        """A bench_serving `--output-file` record; returns whether the line was taken."""
+        try:
+            obj = json.loads(stripped)
+        except (ValueError, RecursionError) as exc:
+            if not self._jsonl:
+                return False
+            if ln.cut:
+                self.ctx.warn(
+                    ln.no, "truncated-output", "the last record is cut; no sample was taken from it"
+                )
+            else:
+                why = exc.msg if isinstance(exc, json.JSONDecodeError) else "too deeply nested"
+                where = f" at column {exc.colno}" if isinstance(exc, json.JSONDecodeError) else ""
+                self.ctx.warn(
+                    ln.no,
+                    "bad-record",
+                    f"this line is not one JSON record ({why.lower()}{where}); skipped",
+                )
+            return True
+        if not isinstance(obj, dict) or not _is_bench_record(obj):
+            if self._jsonl:
+                self.ctx.warn(
+                    ln.no, "bad-record", "this JSON line is not a benchmark record; skipped"
+                )
+            return self._jsonl
+        self._end_block()
+        yield from self._record(ln, obj)
+        return True
+
+    def _record(self, ln: Line, obj: dict[str, Any]) -> Iterator[Record]:
+        block = self._next_block()
+        self.ctx.count("record")
+        yield BlockStart(block, ln.no, self.format_id)
+        for key, (value, line) in self._pending.items():
+            yield Setting(key, value, line, block)
+        self._pending.clear()
+        for key, value in obj.items():
+            metric = _json_metric(key)
+            if metric is not None:
+                if value is None:
+                    continue
+                if isinstance(value, bool) or not isinstance(value, int | float):
+                    self.ctx.warn(
+                        ln.no, "unparsed-line", f"record {block}: {key} is not a number ({value!r})"
+                    )
+                    continue
+                if not math.isfinite(value):
+                    self.ctx.warn(
+                        ln.no,
+                        "non-finite-value",
+                        f"record {block}: {key} is {value}; no sample taken",
+                    )
+                    continue
+                if metric == "accept_length":
+                    scope, bonus = ACCEPT_SCOPE["sglang"]
+                    yield Setting("accept_length_scope", scope, ln.no, block)
+                    yield Setting("accept_len_counts_bonus", bonus, ln.no, block)
+                yield Sample(metric, float(value), ln.no, block)
+            elif key in _JSON_ARRAYS:
+                self.ctx.count("per-request-array")
+            else:
+                for k, v in _flatten(key, value):
+                    yield Setting(k, v, ln.no, block)
+
+
+def _json_metric(key: str) -> str | None:
+    found = JSON_METRICS.get(key)
+    if found is not None:
+        return found
+    m = _JSON_LATENCY.match(key)
+    if m is None:
+        return None
+    fam = "e2e_latency" if m["fam"] == "e2el" else m["fam"]
+    return f"{fam}_ms_{_stat(m['stat'], m['p'])}"
+
+
+def _is_bench_record(obj: dict[str, Any]) -> bool:
+    return sum(1 for k in obj if _json_metric(k) is not None) >= 2
+
+
+def _flatten(key: str, value: Any) -> Iterator[tuple[str, JSON]]:
+    """Settings of a JSON value: dicts by dotted keys, lists of scalars kept when short."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _flatten(f"{key}.{k}", v)
+    elif isinstance(value, list):
+        if all(isinstance(v, dict) for v in value) and value:
+            for i, v in enumerate(value):
+                yield from _flatten(f"{key}.{i}", v)
+        elif len(value) <= _MAX_LIST and all(
+            v is None or isinstance(v, str | int | float | bool) for v in value
+        ):
+            yield key, _json_setting(value)
+    else:
+        yield key, _json_setting(value)
+
+
+def _label_of(text: str) -> str | None:
+    """The label a free-text line gives the next block, or None for noise."""
+    if len(text) > 200 or not re.search(r"[A-Za-z]", text) or _NOISE.search(text):
+        return None
+    if _FOREIGN.search(text) or _PREAMBLE_COUNT.match(text):
+        return None
+    label = re.sub(r"^#{1,6}\s+", "", text).strip(" =-*#:>")
+    return label or None

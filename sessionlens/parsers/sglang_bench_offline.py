@@ -1,0 +1,49 @@
+"""`sglang-bench-offline`: `python -m sglang.bench_offline_throughput` result blocks.
+
+Owns the sniff and wiring for the offline block (log-formats §5.3): preamble, several blocks
+per file each with the label line above it, read by the shared `_block.BlockReader`. The
+in-process engine's own log lines go to `sglang_server.Reader`. No eval, no file access.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from .._lines import SourceText
+from ..model import Record
+from . import _block, sglang_server
+from .base import ParseContext
+
+format_id = "sglang-bench-offline"
+priority = 20
+
+
+def sniff(head: str, name: str) -> float:
+    """Score: the title is decisive; the `Last generation throughput` row a strong hint."""
+    if _block.TITLE_OFFLINE.search(head):
+        return 1.0
+    if _block.OFFLINE_ROW.search(head) and not _block.TITLE_SERVING.search(head):
+        return 0.9
+    return 0.0
+
+
+class Reader(_block.BlockReader):
+    """Line-level reader of bench_offline_throughput output (blocks, engine log lines)."""
+
+    def __init__(
+        self,
+        ctx: ParseContext,
+        *,
+        next_block: Callable[[], int] | None = None,
+        embed_server: bool = True,
+    ) -> None:
+        embedded = (sglang_server.format_id, sglang_server.Reader(ctx)) if embed_server else None
+        super().__init__(format_id, ctx, next_block=next_block, embedded=embedded)
+
+
+def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
+    """Records of one bench_offline_throughput stdout, in line order."""
+    reader = Reader(ctx)
+    for ln in src.lines():
+        yield from reader.feed(ln)
+    yield from reader.finish()

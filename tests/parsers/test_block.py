@@ -1,0 +1,362 @@
+"""_block: rows by label (never by column), aliases, block boundaries, cut values, Namespace."""
+
+from __future__ import annotations
+
+import collections
+import math
+import re
+from pathlib import Path
+
+import pytest
+
+from sessionlens import metrics
+from sessionlens.parsers import PARSERS, _block, parse_text
+from sessionlens.parsers._block import lookup, namespace_items, parse_row, setting_value
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "formats"
+MY_FORMATS = ("sglang-bench-serving", "vllm-bench-serve", "sglang-bench-offline")
+
+
+def R(label: str, value: object) -> str:
+    return f"{label:<40} {value:<10}"
+
+
+def F(label: str, value: float) -> str:
+    return f"{label:<40} {value:<10.2f}"
+
+
+def samples(result) -> list[tuple[int | None, str, float]]:
+    c = result.columns
+    return list(zip(c.block, c.metric, c.value, strict=True))
+
+
+def diags(result) -> list[str]:
+    return [str(d) for d in result.diagnostics]
+
+
+# ------------------------------------------------------------------ rows and aliases
+
+
+def test_row_is_label_colon_whitespace_value_not_columns() -> None:
+    row = parse_row(R("Total input tokens:", 1234567890123))  # wider than {:<10}: no padding
+    assert row is not None
+    assert (row.label, row.value, row.padded, row.at_end) == (
+        "Total input tokens",
+        "1234567890123",
+        True,
+        True,
+    )
+    padded = parse_row(R("Successful requests:", 5))
+    assert padded is not None
+    assert padded.value == "5"
+    assert not padded.at_end
+    collapsed = parse_row("Successful requests: 5")  # a paste that lost the padding
+    assert collapsed is not None
+    assert not collapsed.padded
+    assert parse_row("  0%|   | 0/10 [00:00<?, ?it/s]") is None
+    assert parse_row("base_url=None, host='127.0.0.1:30000'") is None
+    assert parse_row("[2025-01-01 10:00:00] Decode batch. #running-req: 1") is None
+    bare = parse_row("Per-position acceptance (%):")
+    assert bare is not None
+    assert bare.value == ""
+
+
+@pytest.mark.parametrize(
+    ("label", "section", "name"),
+    [
+        ("Max reqeuest concurrency", None, "max_concurrency"),  # SGLang 0.4.0-0.4.6 typo
+        ("Maximum  request   concurrency", None, "max_concurrency"),
+        ("Total Token throughput (tok/s)", None, "total_throughput_tok_s"),  # vLLM capital T
+        ("Total token throughput (tok/s)", None, "total_throughput_tok_s"),
+        ("Mean E2EL (ms)", "end to end latency", "e2e_latency_ms_mean"),
+        ("Median E2E Latency (ms)", "end to end latency", "e2e_latency_ms_median"),
+        ("P99.9 TTFT (ms)", "time to first token", "ttft_ms_p999"),
+        ("P90 TPOT (ms)", None, "tpot_ms_p90"),
+        ("Max ITL (ms)", "inter token latency", "itl_ms_max"),
+        ("Accept length", None, "accept_length"),
+        ("Acceptance length", "speculative decoding", "accept_length"),
+        ("Acceptance rate (%)", "speculative decoding", "draft_acceptance_rate"),
+        ("Position 3", "speculative decoding", "position_acceptance_rate_3"),
+        ("TTFT SLO attainment (%)", "goodput", "ttft_slo_attainment"),
+        ("Request goodput (req/s)", "goodput", "goodput_req_s"),
+        ("Peak concurrent requests", None, "peak_concurrent_requests"),
+        ("Last generation throughput (tok/s)", None, "last_gen_throughput_tok_s"),
+        ("Device", "cache hit details", "cache_device"),
+        ("Storage (hf3fs)", "cache hit details", "cache_storage_hf3fs"),
+    ],
+)
+def test_aliases(label: str, section: str | None, name: str) -> None:
+    spec = lookup(label, section)
+    assert spec is not None
+    assert spec.name == name
+    if spec.kind == "metric":
+        assert metrics.is_known(name), f"{name} is not in the metric registry"
+
+
+def test_latency_rows_of_an_unknown_section_are_not_mapped() -> None:
+    # vLLM 0.33's queue-inclusive latencies would otherwise pose as e2e_latency_*
+    assert lookup("Mean E2EL (ms)", "queue inclusive end to end latency") is None
+    assert lookup("Mean QE2EL (ms)", None) is None
+    assert lookup("Device", None) is None  # cache rows only inside their section
+
+
+@pytest.mark.parametrize(
+    ("raw", "cast", "value"),
+    [
+        ("inf", "float", "inf"),
+        ("not set", "int", None),
+        ("None", "int", None),
+        ("64", "int", 64),
+        ("8.0", "float", 8.0),
+        ("1.0 (Poisson process)", "float", 1.0),
+        ("trace", "float", "trace"),
+        ("sglang-oai", "str", "sglang-oai"),
+        ("4", "float", 4.0),
+    ],
+)
+def test_setting_values(raw: str, cast: _block.Cast, value: object) -> None:
+    assert setting_value(raw, cast) == value
+
+
+def test_namespace_scanner_keeps_scalars_only_and_never_evals() -> None:
+    body = (
+        "subparser='bench', dispatch_function=<function cmd at 0x7f3b>, seed=0, "
+        "header=['a: b', 'c'], prompt_suffix='x, y=1', request_rate=inf, "
+        "max_concurrency=None, ratio=-1.5e-3, flag=True, goodput={'ttft': 1})"
+    )
+    items, complete = namespace_items(body)
+    assert complete
+    assert dict(items) == {
+        "subparser": "bench",
+        "seed": 0,
+        "prompt_suffix": "x, y=1",
+        "request_rate": "inf",
+        "max_concurrency": None,
+        "ratio": -1.5e-3,
+        "flag": True,
+    }
+    cut, complete = namespace_items("backend='sglang', num_prompts=10")
+    assert not complete
+    assert dict(cut) == {"backend": "sglang"}  # the last item may be cut: dropped
+
+
+# ------------------------------------------------------------------ block boundaries
+
+BLOCK = [
+    R("Backend:", "sglang"),
+    R("Traffic request rate:", "inf"),
+    R("Successful requests:", 10),
+    F("Benchmark duration (s):", 12.5),
+    F("Request throughput (req/s):", 0.8),
+]
+
+
+def test_title_less_blocks_pasted_one_after_another_are_split_by_a_repeated_row() -> None:
+    text = "\n".join([*BLOCK, "", *BLOCK[:3], F("Benchmark duration (s):", 9.25)]) + "\n"
+    r = parse_text(text, "sglang-bench-serving", path="x.log")
+    got = [(b, m, v) for b, m, v in samples(r) if m == "benchmark_duration_s"]
+    assert got == [(0, "benchmark_duration_s", 12.5), (1, "benchmark_duration_s", 9.25)]
+    assert [b.line for b in r.sources[0].blocks] == [1, 7]
+
+
+def test_rows_before_a_title_are_their_own_partial_block() -> None:
+    text = "\n".join(
+        [
+            F("Mean TTFT (ms):", 5.5),
+            F("Median TTFT (ms):", 5.0),
+            "============ Serving Benchmark Result ============",
+            *BLOCK,
+            "=" * 50,
+            "",
+        ]
+    )
+    r = parse_text(text, "sglang-bench-serving", path="x.log")
+    assert [(b, m) for b, m, _ in samples(r)][:2] == [(0, "ttft_ms_mean"), (0, "ttft_ms_median")]
+    assert {b for b, m, _ in samples(r)[2:]} == {1}
+    assert r.sources[0].blocks[1].settings["backend"] == "sglang"
+
+
+def test_whitespace_collapsed_paste_still_reads_and_keeps_settings() -> None:
+    text = (
+        "Backend: sglang\nTraffic request rate: 4.0\nSuccessful requests: 10\n"
+        "Request throughput (req/s): 0.80\n"
+    )
+    r = parse_text(text, "sglang-bench-serving", path="x.log")
+    assert samples(r) == [(0, "successful_requests", 10.0), (0, "request_throughput_req_s", 0.8)]
+    assert r.sources[0].blocks[0].settings == {"backend": "sglang", "request_rate": 4.0}
+
+
+def test_unknown_rows_are_skipped_counted_and_named_once_per_block() -> None:
+    text = "\n".join([*BLOCK, F("Average input length:", 221.05), R("Weird row:", "x"), ""])
+    r = parse_text(text, "sglang-bench-serving", path="x.log")
+    assert len(samples(r)) == 3
+    assert r.sources[0].record_counts["unknown-row"] == 2
+    assert diags(r) == [
+        "x.log:6: info: block 0: 2 rows not read: 'Average input length', 'Weird row' [unknown-row]"
+    ]
+
+
+def test_an_unknown_section_inside_a_block_is_skipped_whole() -> None:
+    text = "\n".join(
+        [
+            *BLOCK,
+            "----------------End-to-end Latency----------------",
+            F("Mean E2EL (ms):", 900.0),
+            "--------------Client-side Queueing---------------",
+            R("Successful requests:", 3),
+            F("Mean E2EL (ms):", 1.0),
+            "=" * 50,
+            "",
+        ]
+    )
+    r = parse_text(text, "sglang-bench-serving", path="x.log")
+    assert [m for _, m, _ in samples(r)][-1] == "e2e_latency_ms_mean"
+    assert len(r.sources[0].blocks) == 1  # the repeated row did not split the block
+    assert "Client-side Queueing: Successful requests" in diags(r)[0]
+
+
+def test_a_decorative_header_or_unknown_title_above_a_block_is_its_label() -> None:
+    text = "\n".join(
+        ["------ concurrency 8 ------", "", *BLOCK, "", "===== rate 4 =====", *BLOCK, ""]
+    )
+    r = parse_text(text, "sglang-bench-serving", path="x.log")
+    assert [b.settings.get("label") for b in r.sources[0].blocks] == ["concurrency 8", "rate 4"]
+
+
+def test_server_lines_inside_a_block_neither_end_it_nor_label_the_next() -> None:
+    text = "\n".join(
+        [
+            *BLOCK[:3],
+            "[2025-11-14 09:11:03] Decode batch, #running-req: 4, #token: 4612, token usage: 0.03, "
+            "cuda graph: True, gen throughput (token/s): 512.40, #queue-req: 0",
+            F("Benchmark duration (s):", 12.5),
+            "",
+        ]
+    )
+    r = parse_text(text, "sglang-bench-serving", path="x.log")
+    assert len(r.sources[0].blocks) == 1
+    assert (0, "benchmark_duration_s", 12.5) in samples(r)
+    assert (None, "gen_throughput_tok_s", 512.4) in samples(r)  # the embedded server reader
+    assert r.sources[0].embedded_formats == ["sglang-server"]
+
+
+# ------------------------------------------------------------------ values and cuts
+
+
+@pytest.mark.parametrize(
+    ("last", "expect"),
+    [
+        ("Successful requests:                     10", None),  # an int at the end: maybe 100
+        ("Successful requests:                     10  ", 10.0),  # padding follows: complete
+        ("Request throughput (req/s):              0.8", None),  # .2f with one decimal
+        ("Request throughput (req/s):              0.", None),
+        ("Request throughput (req/s):              0.81", 0.81),
+        ("Request throughput (req/s):              ", None),
+    ],
+)
+def test_a_value_at_the_end_of_a_cut_last_line(last: str, expect: float | None) -> None:
+    text = "\n".join(
+        [R("Backend:", "sglang"), R("Traffic request rate:", "inf"), F("Concurrency:", 1.0), last]
+    )  # no final newline: the line is cut
+    r = parse_text(text, "sglang-bench-serving", path="x.log")
+    got = [v for _, m, v in samples(r) if m != "concurrency"]
+    assert got == ([] if expect is None else [expect])
+    codes = [d.code for d in r.diagnostics]
+    assert ("truncated-value" in codes) == (expect is None)
+    assert "truncated-output" in codes
+
+
+def test_same_values_on_complete_lines_are_kept_whatever_their_decimals() -> None:
+    text = R("Successful requests:", 10) + "\n" + "Request throughput (req/s):   0.8\n"
+    r = parse_text(text, "sglang-bench-serving", path="x.log")
+    assert [v for _, _, v in samples(r)] == [10.0, 0.8]
+
+
+def test_percent_rows_are_fractions_and_nan_is_no_sample() -> None:
+    text = "\n".join(
+        [
+            R("Successful requests:", 10),
+            F("Acceptance rate (%):", 71.85),
+            "Per-position acceptance (%):",
+            F("  Position 0:", 82.1),
+            "{:<40} {:.1f}%".format("Cache hit rate:", 37.5),
+            R("Mean TPOT (ms):", "nan"),
+            "",
+        ]
+    )
+    r = parse_text(text, "vllm-bench-serve", path="x.log")
+    assert samples(r) == [
+        (0, "successful_requests", 10.0),
+        (0, "draft_acceptance_rate", 0.7185),
+        (0, "position_acceptance_rate_0", 0.821),
+        (0, "cache_hit_rate", 0.375),
+    ]
+    assert diags(r) == [
+        "x.log:6: warning: block 0: 'Mean TPOT (ms)' is nan; no sample taken [non-finite-value]"
+    ]
+
+
+def test_a_hard_wrapped_namespace_is_joined_and_a_cut_one_keeps_complete_items() -> None:
+    ns = (
+        "benchmark_args=Namespace(backend='sglang', num_prompts=100, request_rate=inf, "
+        "max_concurrency=4, dataset_name='random')"
+    )
+    wrapped = [ns[i : i + 30] for i in range(0, len(ns), 30)]
+    r = parse_text("\n".join([*wrapped, "", *BLOCK, ""]), "sglang-bench-serving", path="x.log")
+    s = r.sources[0].blocks[0].settings
+    assert (s["num_prompts"], s["max_concurrency"], s["dataset_name"]) == (100, 4, "random")
+    r = parse_text(ns[:70], "sglang-bench-serving", path="x.log")
+    assert diags(r)[0] == (
+        "x.log:1: warning: the Namespace dump is cut; 2 arguments before the "
+        "cut are kept [truncated-settings]"
+    )
+
+
+# ------------------------------------------------------------------ sniffing and truncation
+
+
+@pytest.mark.parametrize("fmt", MY_FORMATS)
+def test_sniff_takes_its_own_fixtures_and_steals_no_other_folder(fmt: str) -> None:
+    sniff = PARSERS[fmt].sniff
+    for folder in sorted(p for p in FIXTURES.iterdir() if p.is_dir()):
+        for path in sorted(folder.iterdir()):
+            if path.name.endswith((".expected.csv", ".diag.txt", ".got")):
+                continue
+            head = path.read_text(encoding="utf-8", errors="replace")[:65536]
+            mine = sniff(head, path.name)
+            if folder.name == fmt:
+                assert mine >= 0.5, path.name
+            elif folder.name in PARSERS:  # another format's file must stay with its parser
+                assert mine == 0.0 or mine < PARSERS[folder.name].sniff(head, path.name), path
+
+
+def _my_fixtures() -> list[Path]:
+    out = []
+    for fmt in MY_FORMATS:
+        for p in sorted((FIXTURES / fmt).iterdir()):
+            if not p.name.endswith((".expected.csv", ".diag.txt", ".got")):
+                out.append(p)
+    return out
+
+
+def _bag(result) -> collections.Counter[tuple[str, object]]:
+    c = result.columns
+    return collections.Counter(
+        (m, "nan" if math.isnan(v) else v) for m, v in zip(c.metric, c.value, strict=True)
+    )
+
+
+@pytest.mark.parametrize("path", _my_fixtures(), ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_cut_copies_only_yield_samples_of_the_whole_file(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    whole = _bag(parse_text(text, path=path.name))
+    assert whole, "a fixture without samples"
+    cuts = set()
+    for m in re.finditer(r"\n", text):
+        cuts.add(m.start() + 1)
+        cuts.add(m.start())  # just before the newline: the last line is cut
+    for m in re.finditer(r"\d[\d.]*", text):  # inside the last few numbers of each line
+        cuts.update(range(m.start() + 1, m.end()))
+    for i in sorted(cuts)[:: max(1, len(cuts) // 600)]:
+        got = _bag(parse_text(text[:i], path=path.name))
+        assert not got - whole, f"cut at {i} ({text[max(0, i - 40) : i]!r}) yields {got - whole}"

@@ -11,21 +11,26 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 __all__ = [
+    "Analysis",
     "Diagnostic",
     "InputError",
     "ManifestError",
     "ParseError",
     "ParseResult",
     "RenderError",
+    "Session",
     "SessionlensError",
     "SourceInfo",
     "UsageError",
     "__version__",
+    "analyze",
+    "load_session",
     "parse_file",
     "parse_text",
 ]
 
 if TYPE_CHECKING:
+    from .analysis import Analysis, analyze
     from .diagnostics import Diagnostic
     from .errors import (
         InputError,
@@ -37,6 +42,7 @@ if TYPE_CHECKING:
     )
     from .model import ParseResult, SourceInfo
     from .parsers import parse_file, parse_text
+    from .session import Session, load_session
 
 _LAZY = {
     "Diagnostic": "diagnostics",
@@ -50,6 +56,10 @@ _LAZY = {
     "SourceInfo": "model",
     "parse_file": "parsers",
     "parse_text": "parsers",
+    "Analysis": "analysis",
+    "analyze": "analysis",
+    "Session": "session",
+    "load_session": "session",
 }
 
 

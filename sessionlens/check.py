@@ -183,9 +183,7 @@ def check_report(rep: Committed, cwd: Path) -> CheckResult:
         )
     except ManifestError as exc:
         where = os.path.relpath(exc.path, cwd) if exc.path else session_shown
-        result.findings.append(
-            Finding(where, exc.message, "bad-manifest", exc.line)
-        )
+        result.findings.append(Finding(where, exc.message, "bad-manifest", exc.line))
         return result
     except SessionlensError as exc:
         result.findings.append(

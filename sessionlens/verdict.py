@@ -92,9 +92,7 @@ def decide(
     return "inconclusive", "straddles"
 
 
-def _rule(
-    cmp: stats.Comparison, direction: Direction, min_effect: float
-) -> tuple[Verdict, Basis]:
+def _rule(cmp: stats.Comparison, direction: Direction, min_effect: float) -> tuple[Verdict, Basis]:
     if cmp.n_a < _MIN_N or cmp.n_b < _MIN_N:
         return "inconclusive", "few-samples"
     if cmp.change is None or cmp.ci_low is None or cmp.ci_high is None:
@@ -244,9 +242,7 @@ def _reason(
     if basis == "opposite":
         if point:
             return f"{head}: {opposite}, the opposite of the claimed {direction}."
-        return (
-            f"{head}: the whole interval is {opposite}, the opposite of the claimed {direction}."
-        )
+        return f"{head}: the whole interval is {opposite}, the opposite of the claimed {direction}."
     if basis == "below-claim":
         return (
             f"{head}: a real {direction}, but the estimate is below {claim} "

@@ -184,3 +184,86 @@ def test_import_is_light() -> None:
         env={**os.environ, "PYTHONPATH": str(FIXTURES.parent)},
     )
     assert proc.stdout.strip() == "[]"
+
+
+EXAMPLE = FIXTURES / "sessions" / "eagle3-attention-mode"
+
+
+def test_spec_math_worked_example(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        capsys,
+        "spec-math",
+        "--cycle-ms",
+        "29.5",
+        "--accept-len",
+        "2.0",
+        "--baseline-tok-s",
+        "83",
+        "--target-tok-s",
+        "150",
+        "--steps",
+        "2",
+    )
+    assert code == 0
+    assert err == ""
+    assert "ceiling               67.8 tok/s" in out
+    assert "break-even accept len 2.45" in out
+    assert "unreachable with 2 draft steps" in out
+    assert "per-token acceptance needed at unbounded depth: 77.4 %" in out
+    assert "50.0 % per token at unbounded depth, 61.8 % for a chain of 2 steps" in out
+    code, out, _ = run(
+        capsys, "spec-math", "--cycle-ms", "29.5", "--accept-len", "2.0", "--format", "json"
+    )
+    assert code == 0
+    assert json.loads(out)["ceiling_tok_s"] == pytest.approx(1000 * 2.0 / 29.5)
+    code, _, err = run(capsys, "spec-math", "--cycle-ms", "0", "--accept-len", "2.0")
+    assert code == 2
+    assert err == "sessionlens: error: --cycle-ms and --accept-len must be positive [usage]\n"
+
+
+def test_report_json_out(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    out = tmp_path / "report.json"
+    code, stdout, err = run(capsys, "report", str(EXAMPLE), "--out", str(out))
+    assert code == 0
+    assert stdout == ""
+    doc = json.loads(out.read_text())
+    assert {h["id"]: h["verdict"] for h in doc["hypotheses"]} == {
+        "H1": "rejected",
+        "H2": "rejected",
+        "H3": "rejected",
+    }
+    assert "H2 REJECTED: throughput_tok_s changed by -1.2 %" in err
+    assert f"wrote {out}" in err
+    code, _, err = run(capsys, "report", str(EXAMPLE), "--format", "json", "--quiet")
+    assert code == 0
+    assert "REJECTED" not in err
+    assert "[single-launch]" not in err  # info lines are quiet too
+
+
+def test_report_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "report", str(tmp_path / "nope"))
+    assert (code, err) == (2, f"{tmp_path / 'nope'}: error: no such folder [usage]\n")
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "sessionlens.toml").write_text("[configs.a]\nbogus = 1\n")
+    code, _, err = run(capsys, "report", str(tmp_path / "s"))
+    assert code == 2
+    assert err == (
+        f"{tmp_path / 's' / 'sessionlens.toml'}:2: error: unknown key 'bogus' in "
+        "config 'a' (known: format, label, paths, settings) [manifest]\n"
+    )
+    code, _, err = run(
+        capsys, "report", str(EXAMPLE), "--out", str(EXAMPLE / "eagle3-decode" / "bench.log")
+    )
+    assert code == 2
+    assert "refusing to overwrite an input file" in err
+    code, _, err = run(
+        capsys,
+        "report",
+        str(EXAMPLE),
+        "--format",
+        "json",
+        "--hypothesis",
+        "eagle3-decode >> baseline",
+    )
+    assert code == 2
+    assert "cannot read --hypothesis" in err

@@ -54,48 +54,87 @@ def test_good_manifest(tmp_path: Path) -> None:
     assert m.configs[1].paths == ["b/*"]
     assert m.configs[1].label == "B!"
     h1, h2 = m.hypotheses
-    assert (h1.id, h1.metric, h1.direction, h1.min_effect) == ("H1", "throughput_tok_s",
-                                                                "increase", 0.2)
+    assert (h1.id, h1.metric, h1.direction, h1.min_effect) == (
+        "H1",
+        "throughput_tok_s",
+        "increase",
+        0.2,
+    )
     assert (h2.id, h2.metric, h2.direction, h2.min_effect, h2.varies) == (
-        "X", "accept_len", "decrease", 0.02, ["k"])
+        "X",
+        "accept_len",
+        "decrease",
+        0.02,
+        ["k"],
+    )
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    (GOOD.replace('alpha = 0.1', 'alpah = 0.1'),
-     "sessionlens.toml:2: error: unknown key 'alpah' (known: alpha, configs, exclude, "
-     "hypotheses, target_tok_s, title) [manifest]"),
-    (GOOD.replace('candidate = "b"\nmin_effect', 'candidate = "c"\nmin_effect'),
-     "sessionlens.toml:16: error: unknown config 'c' in candidate (configs: a, b) [manifest]"),
-    (GOOD.replace('direction = "decrease"', 'direction = "down"'),
-     "sessionlens.toml:24: error: direction must be \"increase\" or \"decrease\", not 'down' "
-     "[manifest]"),
-    (GOOD.replace('label = "B!"', 'lable = "B!"'),
-     "sessionlens.toml:11: error: unknown key 'lable' in config 'b' (known: format, label, "
-     "paths, settings) [manifest]"),
-    (GOOD.replace('title = "t"', 'title = "t'),
-     "sessionlens.toml:1: error: invalid TOML: Illegal character '\\n' [manifest]"),
-    (GOOD.replace("min_effect = 0.2", "min_effect = -1"),
-     "sessionlens.toml:17: error: min_effect must be a fraction >= 0 (0.20 for 20 %), not -1 "
-     "[manifest]"),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            GOOD.replace("alpha = 0.1", "alpah = 0.1"),
+            "sessionlens.toml:2: error: unknown key 'alpah' (known: alpha, configs, exclude, "
+            "hypotheses, target_tok_s, title) [manifest]",
+        ),
+        (
+            GOOD.replace('candidate = "b"\nmin_effect', 'candidate = "c"\nmin_effect'),
+            "sessionlens.toml:16: error: unknown config 'c' in candidate (configs: a, b) [manifest]",
+        ),
+        (
+            GOOD.replace('direction = "decrease"', 'direction = "down"'),
+            'sessionlens.toml:24: error: direction must be "increase" or "decrease", not \'down\' '
+            "[manifest]",
+        ),
+        (
+            GOOD.replace('label = "B!"', 'lable = "B!"'),
+            "sessionlens.toml:11: error: unknown key 'lable' in config 'b' (known: format, label, "
+            "paths, settings) [manifest]",
+        ),
+        (
+            GOOD.replace('title = "t"', 'title = "t'),
+            "sessionlens.toml:1: error: invalid TOML: Illegal character '\\n' [manifest]",
+        ),
+        (
+            GOOD.replace("min_effect = 0.2", "min_effect = -1"),
+            "sessionlens.toml:17: error: min_effect must be a fraction >= 0 (0.20 for 20 %), not -1 "
+            "[manifest]",
+        ),
+    ],
+)
 def test_manifest_errors(tmp_path: Path, text: str, expected: str) -> None:
     with pytest.raises(ManifestError) as info:
         load(write(tmp_path, text), shown="sessionlens.toml")
     assert str(info.value) == expected
 
 
-@pytest.mark.parametrize(("text", "cand", "base", "metric", "direction", "effect"), [
-    ("b > a", "b", "a", "throughput_tok_s", "increase", 0.02),
-    ("eagle3-decode > eagle3-prefill on throughput_tok_s by 20%", "eagle3-decode",
-     "eagle3-prefill", "throughput_tok_s", "increase", 0.2),
-    ("b<a on verify_ms_per_cycle by 10 %", "b", "a", "verify_ms_per_cycle", "decrease", 0.1),
-    ("b > a by 2.5%", "b", "a", "throughput_tok_s", "increase", 0.025),
-])
-def test_hypothesis_language(text: str, cand: str, base: str, metric: str, direction: str,
-                             effect: float) -> None:
+@pytest.mark.parametrize(
+    ("text", "cand", "base", "metric", "direction", "effect"),
+    [
+        ("b > a", "b", "a", "throughput_tok_s", "increase", 0.02),
+        (
+            "eagle3-decode > eagle3-prefill on throughput_tok_s by 20%",
+            "eagle3-decode",
+            "eagle3-prefill",
+            "throughput_tok_s",
+            "increase",
+            0.2,
+        ),
+        ("b<a on verify_ms_per_cycle by 10 %", "b", "a", "verify_ms_per_cycle", "decrease", 0.1),
+        ("b > a by 2.5%", "b", "a", "throughput_tok_s", "increase", 0.025),
+    ],
+)
+def test_hypothesis_language(
+    text: str, cand: str, base: str, metric: str, direction: str, effect: float
+) -> None:
     h = parse_hypothesis(text, "H4")
     assert (h.id, h.candidate, h.baseline, h.metric, h.direction) == (
-        "H4", cand, base, metric, direction)
+        "H4",
+        cand,
+        base,
+        metric,
+        direction,
+    )
     assert h.min_effect == pytest.approx(effect)
     assert h.claim == text.strip()
 

@@ -24,10 +24,19 @@ def make(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def test_subfolders_are_configs_and_non_inputs_skipped(tmp_path: Path) -> None:
-    root = make(tmp_path, {
-        "b/run.log": SEED, "a/run.log": SEED, "a/notes.md": "x", "README.txt": "x",
-        ".hidden/x.log": SEED, "a/.dot.log": SEED, "report.md": "x", "report.json": "{}",
-    })
+    root = make(
+        tmp_path,
+        {
+            "b/run.log": SEED,
+            "a/run.log": SEED,
+            "a/notes.md": "x",
+            "README.txt": "x",
+            ".hidden/x.log": SEED,
+            "a/.dot.log": SEED,
+            "report.md": "x",
+            "report.json": "{}",
+        },
+    )
     s = load_session(root)
     assert [c.name for c in s.configs] == ["a", "b"]
     assert [src.path for src in s.sources] == ["a/run.log", "b/run.log"]
@@ -42,8 +51,10 @@ def test_file_beside_config_folders_is_unassigned(tmp_path: Path) -> None:
     root = make(tmp_path, {"a/run.log": SEED, "b/run.log": SEED, "stray.log": SEED})
     s = load_session(root)
     diags = [str(d) for d in s.diagnostics]
-    assert ("stray.log: warning: no config takes this input: it sits beside the config "
-            "sub-folders [unassigned-input]") in diags
+    assert (
+        "stray.log: warning: no config takes this input: it sits beside the config "
+        "sub-folders [unassigned-input]"
+    ) in diags
     assert "stray.log" in [src.path for src in s.sources]  # still in the digest
     assert "stray.log" not in set(s.columns.source)
 
@@ -56,29 +67,41 @@ def test_flat_folder_is_one_config(tmp_path: Path) -> None:
 
 
 def test_manifest_globs_and_unmatched(tmp_path: Path) -> None:
-    root = make(tmp_path, {
-        "sessionlens.toml": '[configs.fast]\npaths = ["runs/fast*"]\n[configs.slow]\n'
-                            'paths = ["runs/slow*"]\n',
-        "runs/fast-1.log": SEED, "runs/slow-1.log": SEED, "runs/other.log": SEED,
-    })
+    root = make(
+        tmp_path,
+        {
+            "sessionlens.toml": '[configs.fast]\npaths = ["runs/fast*"]\n[configs.slow]\n'
+            'paths = ["runs/slow*"]\n',
+            "runs/fast-1.log": SEED,
+            "runs/slow-1.log": SEED,
+            "runs/other.log": SEED,
+        },
+    )
     s = load_session(root)
-    assert s.source_config == {"runs/fast-1.log": "fast", "runs/other.log": None,
-                               "runs/slow-1.log": "slow"}
-    assert any(d.code == "unassigned-input" and d.file == "runs/other.log"
-               for d in s.diagnostics)
+    assert s.source_config == {
+        "runs/fast-1.log": "fast",
+        "runs/other.log": None,
+        "runs/slow-1.log": "slow",
+    }
+    assert any(d.code == "unassigned-input" and d.file == "runs/other.log" for d in s.diagnostics)
 
 
 def test_metric_missing_lists_metrics(tmp_path: Path) -> None:
-    root = make(tmp_path, {
-        "sessionlens.toml": '[configs.a]\n[configs.b]\n\n[[hypotheses]]\nbaseline = "a"\n'
-                            'candidate = "b"\nmetric = "accept_len"\n',
-        "a/run.log": SEED, "b/run.log": SEED,
-    })
+    root = make(
+        tmp_path,
+        {
+            "sessionlens.toml": '[configs.a]\n[configs.b]\n\n[[hypotheses]]\nbaseline = "a"\n'
+            'candidate = "b"\nmetric = "accept_len"\n',
+            "a/run.log": SEED,
+            "b/run.log": SEED,
+        },
+    )
     with pytest.raises(ManifestError) as info:
         load_session(root)
     assert str(info.value) == (
         f"{root}/sessionlens.toml:7: error: metric 'accept_len' of hypothesis H1 is in no "
-        "config (metrics: duration_s, output_tokens, prompt_tokens, throughput_tok_s) [manifest]")
+        "config (metrics: duration_s, output_tokens, prompt_tokens, throughput_tok_s) [manifest]"
+    )
 
 
 def test_usage_errors(tmp_path: Path) -> None:
@@ -96,8 +119,8 @@ def test_symlink_loop_is_a_diagnostic(tmp_path: Path) -> None:
     os.symlink(root / "a", root / "a" / "loop")
     s = load_session(root)
     assert [str(d) for d in s.diagnostics if d.code == "symlink-loop"] == [
-        "a/loop: error: this link leads back to a folder that holds it; not followed "
-        "[symlink-loop]"]
+        "a/loop: error: this link leads back to a folder that holds it; not followed [symlink-loop]"
+    ]
     assert [src.path for src in s.sources] == ["a/run.log"]
 
 

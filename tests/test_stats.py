@@ -341,9 +341,15 @@ def test_runs_needed_undefined_cases():
 
 def test_every_warning_code_is_catalogued():
     codes = [
-        stats.W_FEW, stats.W_ZERO_VAR, stats.W_OUTLIER, stats.W_NON_FINITE, stats.W_UNDEFINED,
-        verdict.W_OUTLIER_SENSITIVE, specmath.W_ACCEPT_BELOW_ONE,
-        specmath.W_ACCEPT_ABOVE_STEPS, specmath.W_ABOVE_CEILING,
+        stats.W_FEW,
+        stats.W_ZERO_VAR,
+        stats.W_OUTLIER,
+        stats.W_NON_FINITE,
+        stats.W_UNDEFINED,
+        verdict.W_OUTLIER_SENSITIVE,
+        specmath.W_ACCEPT_BELOW_ONE,
+        specmath.W_ACCEPT_ABOVE_STEPS,
+        specmath.W_ABOVE_CEILING,
     ]
     assert [c for c in codes if c not in diagnostics.CODES] == []
 

@@ -126,8 +126,9 @@ def test_inconclusive_straddle_with_runs_needed_by_hand():
     # 2·(2.801585·√175/(0.2·100))² = 6.87 -> 7
     assert j.pooled_sd == pytest.approx(175**0.5)
     assert j.runs_needed == 7
-    assert j.reason.endswith(": the interval includes both no change and the 20.0 % increase "
-                             "the claim needs.")
+    assert j.reason.endswith(
+        ": the interval includes both no change and the 20.0 % increase the claim needs."
+    )
 
 
 def test_claims_without_a_size():

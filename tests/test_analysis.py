@@ -1,0 +1,120 @@
+"""analyze(): the seed's story from the example session, checked against scipy directly."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from scipy import stats as sps
+
+from sessionlens.analysis import analyze
+from sessionlens.session import load_session
+from tests.conftest import FIXTURES
+
+EXAMPLE = FIXTURES / "sessions" / "eagle3-attention-mode"
+DECODE_RUNS = [60.4, 65.5, 50.9, 61.5, 59.5]
+
+
+@pytest.fixture(scope="module")
+def analysis():
+    return analyze(load_session(EXAMPLE))
+
+
+def hyp(analysis, hid: str):
+    return next(h for h in analysis.hypotheses if h.id == hid)
+
+
+def test_all_three_hypotheses_rejected(analysis) -> None:
+    assert {h.id: h.verdict for h in analysis.hypotheses} == {
+        "H1": "rejected",
+        "H2": "rejected",
+        "H3": "rejected",
+    }
+
+
+def test_h2_matches_an_independent_scipy_computation(analysis) -> None:
+    configs = {c.name: c for c in analysis.configs}
+    prefill = [r.value for r in analysis.runs if r.config == "eagle3-prefill"]
+    decode = [r.value for r in analysis.runs if r.config == "eagle3-decode"]
+    assert decode == DECODE_RUNS
+    res = sps.ttest_ind(decode, prefill, equal_var=False)
+    ci = res.confidence_interval(0.95)
+    mean_a = sum(prefill) / len(prefill)
+    h2 = hyp(analysis, "H2")
+    assert h2.change == pytest.approx((sum(decode) / 5 - mean_a) / mean_a, rel=1e-12)
+    assert h2.ci_low == pytest.approx(ci.low / mean_a, rel=1e-9)
+    assert h2.ci_high == pytest.approx(ci.high / mean_a, rel=1e-9)
+    assert h2.p_welch == pytest.approx(res.pvalue, rel=1e-9)
+    mw = sps.mannwhitneyu(decode, prefill, alternative="two-sided")
+    assert h2.p_mannwhitney == pytest.approx(mw.pvalue, rel=1e-9)
+    assert h2.ci_high < h2.min_effect  # why it is rejected
+    outliers = configs["eagle3-decode"].metrics["throughput_tok_s"].outliers
+    assert [(o.source, o.value) for o in outliers] == [("eagle3-decode/bench.log", 50.9)]
+    assert [r.value for r in analysis.runs if r.outlier] == [50.9]
+
+
+def test_holm_adjusts_across_hypotheses(analysis) -> None:
+    ps = [h.p_welch for h in analysis.hypotheses]
+    order = sorted(range(3), key=lambda i: ps[i])
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (3 - rank) * ps[i]))
+        assert analysis.hypotheses[i].p_holm == pytest.approx(running)
+
+
+def test_economics_tell_the_seed_story(analysis) -> None:
+    e = next(x for x in analysis.economics if x.config == "eagle3-decode")
+    assert not e.cycle_is_estimate
+    assert e.steps == 2
+    assert e.cycle_ms == pytest.approx(30.4, abs=0.1)  # verify time / share, not 29.5
+    assert e.ceiling_tok_s == pytest.approx(66, abs=0.6)
+    assert e.baseline_config == "baseline"
+    assert e.break_even_accept_len == pytest.approx(2.5, abs=0.05)
+    assert e.reachable is False
+    assert e.p_needed_unbounded == pytest.approx(0.78, abs=0.005)
+    assert e.measured_tok_s == pytest.approx(sum(DECODE_RUNS) / 5)
+
+
+def test_settings_diff_and_no_confounds(analysis) -> None:
+    assert analysis.settings_diff["speculative_attention_mode"] == {
+        "baseline": "prefill",
+        "eagle3-prefill": "prefill",
+        "eagle3-decode": "decode",
+    }
+    assert "random_seed" not in analysis.settings_diff  # launch noise
+    assert all(h.confounds == [] for h in analysis.hypotheses)
+
+
+def test_truncation_is_recorded(analysis) -> None:
+    assert any(
+        d.code == "truncated-output" and d.file == "eagle3-decode/bench.log"
+        for d in analysis.diagnostics
+    )
+
+
+SERVER_ARGS = (
+    "[2026-01-05 10:00:00] server_args=ServerArgs(model_path='m', tp_size=1, "
+    "attention_backend='{backend}', random_seed={seed}, port=300{seed}, "
+    "speculative_algorithm=None)\n"
+)
+
+
+def test_two_subfolders_without_manifest(tmp_path: Path) -> None:
+    seed = (FIXTURES / "formats" / "bench-stdout" / "seed-truncated.log").read_text()
+    for i, (name, backend) in enumerate((("fa3", "fa3"), ("triton", "triton"))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "server.log").write_text(SERVER_ARGS.format(backend=backend, seed=i))
+        (tmp_path / name / "bench.log").write_text(seed)
+    s = load_session(tmp_path, hypotheses=["triton > fa3 by 5%"])
+    a = analyze(s)
+    assert [c.name for c in a.configs] == ["fa3", "triton"]
+    assert a.settings_diff == {"attention_backend": {"fa3": "fa3", "triton": "triton"}}
+    (h,) = a.hypotheses
+    # the same runs on both sides: no change, and an interval too wide to rule out 5 %
+    assert (h.id, h.claim, h.verdict) == ("H1", "triton > fa3 by 5%", "inconclusive")
+    assert h.change == 0.0
+    assert h.runs_needed is not None
+    assert h.runs_needed > 5
+    assert math.isclose(h.min_effect, 0.05)
+    assert a.args.hypotheses == ["triton > fa3 by 5%"]

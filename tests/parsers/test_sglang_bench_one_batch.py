@@ -198,7 +198,7 @@ TABLE = """\
 | batch size | input len | latency (s) | input throughput (tok/s) | output throughput (tok/s) | acc length | ITL (ms) | input cost ($/1M) | output cost ($/1M) | cache hit rate |
 | ---------- | --------- | ----------- | ------------------------ | ------------------------- | ---------- | -------- | ----------------- | ------------------ | -------------- |
 | 1 | 1024 | 1.05 | 25600.00 | 126.73 | n/a | 7.89 | 0.01 | 2.45 | n/a |
-"""  # noqa: E501
+"""
 
 
 def test_table_adds_only_what_the_case_lines_lack() -> None:

@@ -53,6 +53,9 @@ _NOISE_PATTERN = re.compile(
     r"(^|[._])(log|dump|trace)_[a-z_]*(path|dir|file|folder)$"
 )
 
+# How many times a benchmark ran changes the sample size, not the thing measured (DESIGN §4).
+NOT_CONFOUNDS: frozenset[str] = frozenset({"num_runs"})
+
 # Benchmark parameters: a difference is a confound unless the hypothesis names it (not num_runs).
 BENCH_PARAMS: frozenset[str] = frozenset(
     {
@@ -179,7 +182,10 @@ def confounds(
     differing = [
         k
         for k in baseline
-        if k in candidate and not is_noise(k) and _norm(baseline[k]) != _norm(candidate[k])
+        if k in candidate
+        and not is_noise(k)
+        and k.rsplit(".", 1)[-1] not in NOT_CONFOUNDS
+        and _norm(baseline[k]) != _norm(candidate[k])
     ]
     found: list[str] = []
     for key in differing:

@@ -490,7 +490,7 @@ def _economics(
         share = _mean(values.get((name, "verify_share")))
         estimate = False
         if cycle is None:
-            cycle = _estimate_cycle(name, values)
+            cycle = _estimate_cycle(name, values, 1.0 if counts_bonus is False else 0.0)
             estimate = cycle is not None
         e = specmath.economics(
             cycle,
@@ -537,12 +537,30 @@ def _economics(
     return out
 
 
-def _estimate_cycle(name: str, values: dict[tuple[str, str], list[group.Point]]) -> float | None:
-    """c ≈ 1000·L·R/G per Decode interval (DESIGN §6), intervals matched by source and line."""
+# An acceptance line is paired with the interval line at or just before it: SGLang prints
+# all three fields on one Decode line, vLLM prints its SpecDecoding line right after the
+# engine line of the same interval.
+_PAIR_WINDOW = 3
 
-    def index(metric: str) -> dict[tuple[str, int], float]:
-        return {(p.source, p.line): p.value for p in values.get((name, metric), [])}
 
-    acc, run, gen = index("accept_len"), index("running_req"), index("gen_throughput_tok_s")
-    triples = [(acc[k], run[k], gen[k]) for k in acc if k in run and k in gen]
+def _estimate_cycle(
+    name: str, values: dict[tuple[str, str], list[group.Point]], bonus_offset: float
+) -> float | None:
+    """c ≈ 1000·L·R/G per interval (DESIGN §6), L counting the bonus token."""
+    by_source: dict[str, list[tuple[int, int, str, float]]] = {}
+    order = {"running_req": 0, "gen_throughput_tok_s": 0, "accept_len": 1}
+    for metric, rank in order.items():
+        for p in values.get((name, metric), []):
+            by_source.setdefault(p.source, []).append((p.line, rank, metric, p.value))
+    triples: list[tuple[float, float, float]] = []
+    for rows in by_source.values():
+        rows.sort()
+        last: dict[str, tuple[int, float]] = {}
+        for line, _, metric, value in rows:
+            if metric != "accept_len":
+                last[metric] = (line, value)
+                continue
+            run, gen = last.get("running_req"), last.get("gen_throughput_tok_s")
+            if run and gen and line - run[0] <= _PAIR_WINDOW and line - gen[0] <= _PAIR_WINDOW:
+                triples.append((value + bonus_offset, run[1], gen[1]))
     return specmath.estimate_cycle_ms_mean(triples)

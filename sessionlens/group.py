@@ -54,7 +54,15 @@ _NOISE_PATTERN = re.compile(
 )
 
 # How many times a benchmark ran changes the sample size, not the thing measured (DESIGN §4).
-NOT_CONFOUNDS: frozenset[str] = frozenset({"num_runs"})
+# Facts about how a log counts (not how the server ran) never explain a difference either.
+NOT_CONFOUNDS: frozenset[str] = frozenset(
+    {
+        "num_runs",
+        "accept_len_counts_bonus",
+        "accept_length_scope",
+        "accept_len_derived",
+    }
+)
 
 # Benchmark parameters: a difference is a confound unless the hypothesis names it (not num_runs).
 BENCH_PARAMS: frozenset[str] = frozenset(

@@ -118,3 +118,24 @@ def test_two_subfolders_without_manifest(tmp_path: Path) -> None:
     assert h.runs_needed > 5
     assert math.isclose(h.min_effect, 0.05)
     assert a.args.hypotheses == ["triton > fa3 by 5%"]
+
+
+def test_vllm_cycle_estimate_pairs_spec_lines_with_engine_lines(tmp_path: Path) -> None:
+    import shutil
+
+    src = FIXTURES / "formats" / "vllm-server"
+    for name, fixture in (("eagle", "v0.9.2-data-parallel-compose.log"),
+                          ("ngram", "v0.8.5-apiserver-ansi-no-bonus.log")):
+        (tmp_path / name).mkdir()
+        shutil.copy(src / fixture, tmp_path / name / fixture)
+    a = analyze(load_session(tmp_path, hypotheses=["ngram > eagle on gen_throughput_tok_s"]))
+    e = next(x for x in a.economics if x.config == "eagle")
+    assert e.cycle_is_estimate
+    # (L, R, G) of the two intervals, read off the fixture by hand
+    by_hand = [1000 * 2.395 * 46 / 790.5, 1000 * 2.39 * 24 / 527.8]
+    assert e.cycle_ms == pytest.approx(sum(by_hand) / 2)
+    # how each log counts the bonus token is no confound (the analysis adjusts for it)
+    (h,) = a.hypotheses
+    assert "accept_len_counts_bonus" not in [c.setting for c in h.confounds]
+    assert "tensor_parallel_size" in [c.setting for c in h.confounds]
+    assert any(d.code == "mixed-accept-len" for d in a.diagnostics)

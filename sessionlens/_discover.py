@@ -6,8 +6,10 @@ folders become diagnostics). It must not open files for reading or know any form
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
+import stat
 from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
@@ -58,10 +60,11 @@ def walk(
             if is_non_input(rel, exclude):
                 continue
             try:
-                is_dir = entry.is_dir(follow_symlinks=True)
-            except OSError:
-                is_dir = False
-            if is_dir:
+                mode = os.stat(path).st_mode  # follows links
+            except OSError as exc:
+                diags.append(_unstattable(rel.as_posix(), entry.is_symlink(), exc))
+                continue
+            if stat.S_ISDIR(mode):
                 real = os.path.realpath(path)
                 if real in ancestors:
                     diags.append(
@@ -74,13 +77,37 @@ def walk(
                     )
                     continue
                 visit(path, ancestors | {real})
-            elif entry.is_symlink() and not path.exists():
-                diags.append(
-                    dg.make("unreadable-file", rel.as_posix(), None, "broken symbolic link")
-                )
-            else:
+            elif stat.S_ISREG(mode):
                 found.append(path)
+            else:
+                # a FIFO would block the read forever, a device may never end: not inputs
+                diags.append(
+                    dg.make(
+                        "unreadable-file",
+                        rel.as_posix(),
+                        None,
+                        f"not a regular file ({_kind(mode)}); not read",
+                    )
+                )
 
     visit(root, frozenset({os.path.realpath(root)}))
     found.sort(key=lambda p: rel_of(p).as_posix())
     return found, diags
+
+
+def _unstattable(rel: str, is_link: bool, exc: OSError) -> dg.Diagnostic:
+    if exc.errno == errno.ELOOP:
+        return dg.make("symlink-loop", rel, None, "this link loops on itself; not followed")
+    if is_link and exc.errno == errno.ENOENT:
+        return dg.make("unreadable-file", rel, None, "broken symbolic link")
+    return dg.make("unreadable-file", rel, None, f"cannot read: {exc.strerror or exc}")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a file"

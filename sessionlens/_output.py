@@ -2,70 +2,100 @@
 
 Owns the one place where sessionlens writes files: a temp file in the target's folder, then
 `os.replace`. On any failure (or an interrupt) the temp file is removed and an existing target
-stays untouched.
+stays untouched. A target that is no regular file (`/dev/stdout`, a FIFO, a device) is written
+through, never replaced.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
-from collections.abc import Callable, Iterable
+import secrets
+import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 from .errors import RenderError, UsageError
 
 
 def refuse_inputs(out: Path, inputs: Iterable[Path]) -> None:
-    """Exit-2 error when `out` is one of the inputs (or a file inside an input folder)."""
+    """Exit-2 error when `out` is one of the inputs (the same file by any path or link)."""
     try:
         target = out.resolve()
+        target_st = os.stat(target) if target.exists() else None
     except OSError:
         return
     for p in inputs:
         try:
             src = p.resolve()
+            same = target == src or (
+                target_st is not None and os.path.samefile(target, src)  # a hard link
+            )
         except OSError:
             continue
-        if target == src:
+        if same:
             raise UsageError("refusing to overwrite an input file with the output", path=str(out))
 
 
-def write_atomic(out: Path, data: str | bytes | Callable[[Path], None]) -> None:
-    """Write text, bytes, or whatever `data(tmp_path)` writes, to `out` atomically."""
-    folder = out.parent if str(out.parent) else Path(".")
-    if not folder.is_dir():
-        raise RenderError("cannot write: the folder does not exist", path=str(out))
-    if out.is_dir():
-        raise RenderError("cannot write: the path is a folder", path=str(out))
+def _cannot(out: Path, reason: str) -> RenderError:
+    return RenderError(f"cannot write: {reason}", path=str(out))
+
+
+def write_atomic(out: Path, data: str | bytes) -> None:
+    """Write text or bytes to `out` atomically (a special file is written through)."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=folder)
+        st = os.stat(out)  # follows a link: a link to a file is written at its target
+    except (FileNotFoundError, NotADirectoryError):  # the folder checks below say which
+        st = None
     except OSError as exc:
-        raise RenderError(f"cannot write: {exc.strerror or exc}", path=str(out)) from None
-    tmp = Path(tmp_name)
+        raise _cannot(out, exc.strerror or str(exc)) from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise _cannot(out, "the path is a folder")
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        _write_through(out, raw)
+        return
+    target = out.resolve() if out.is_symlink() else out
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.exists():
+        raise _cannot(out, "the folder does not exist")
+    if not folder.is_dir():
+        raise _cannot(out, f"{folder} is not a folder")
+    # A name of our own (random, O_EXCL) rather than mkstemp: we know it before the file
+    # exists, so an interrupt at any point can still remove it.
+    tmp = folder / f".{target.name}.{secrets.token_hex(6)}.tmp"
+    fd = -1
     try:
-        if callable(data):
-            os.close(fd)
-            data(tmp)
-        else:
-            raw = data.encode("utf-8") if isinstance(data, str) else data
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(raw)
-                fh.flush()
-                os.fsync(fh.fileno())
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        view = memoryview(raw)
+        while view:
+            view = view[os.write(fd, view) :]
+        os.fsync(fd)
+        os.close(fd)
+        fd = -1
         with contextlib.suppress(OSError):
-            if out.exists():
-                os.chmod(tmp, out.stat().st_mode & 0o777)
+            if st is not None:
+                os.chmod(tmp, st.st_mode & 0o777)
             else:
                 umask = os.umask(0)
                 os.umask(umask)
                 os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, out)
-    except OSError as exc:
+        os.replace(tmp, target)
+    except BaseException as exc:
+        if fd >= 0:
+            with contextlib.suppress(OSError):
+                os.close(fd)
         with contextlib.suppress(OSError):
             tmp.unlink()
-        raise RenderError(f"cannot write: {exc.strerror or exc}", path=str(out)) from None
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        if isinstance(exc, OSError):
+            raise _cannot(out, exc.strerror or str(exc)) from None
         raise
+
+
+def _write_through(out: Path, raw: bytes) -> None:
+    """`/dev/stdout`, a FIFO or a device: it cannot be replaced, so write into it."""
+    try:
+        with open(out, "wb") as fh:
+            fh.write(raw)
+    except OSError as exc:
+        raise _cannot(out, exc.strerror or str(exc)) from None

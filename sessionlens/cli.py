@@ -7,6 +7,7 @@ the exit codes. It holds no analysis logic: every command calls functions that r
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import sys
 import traceback
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -69,8 +70,14 @@ def _click_classes(name: str) -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+# Control characters from file names or log text must not reach the terminal: a newline
+# would break the one-line rule, an escape sequence would drive the terminal.
+_CONTROL = {c: f"\\x{c:02x}" for c in (*range(0x20), *range(0x7F, 0xA0)) if c != 0x09}
+_CONTROL.update({0x0A: "\\n", 0x0D: "\\r"})
+
+
 def _err(line: str) -> None:
-    sys.stderr.write(line.rstrip("\n") + "\n")
+    sys.stderr.write(line.rstrip("\n").translate(_CONTROL) + "\n")
 
 
 def resolve_format(
@@ -167,8 +174,13 @@ def parse_cmd(
         raise InputError(f"no sample could be read from {n} file{'s' if n != 1 else ''}")
     if kind == "parquet":
         assert out is not None
-        frame = result.samples
-        _output.write_atomic(out, lambda tmp: frame.write_parquet(tmp))
+        import io
+
+        # into memory first: polars reports a full disk as its own ComputeError, while our
+        # own writes turn every OSError into one exit-2 line
+        buf = io.BytesIO()
+        result.samples.write_parquet(buf)
+        _output.write_atomic(out, buf.getvalue())
         return 0
     text = {"table": parsed.to_table, "json": parsed.to_json, "csv": parsed.to_csv}[kind](result)
     if out is not None:
@@ -319,32 +331,71 @@ def _empty_folder(path: str) -> Diagnostic:
     return dg.make("empty-folder", path, None, "the folder holds no input file")
 
 
-def _on_sigterm(signum: int, frame: FrameType | None) -> NoReturn:
-    raise KeyboardInterrupt
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM. Not a KeyboardInterrupt: typer turns that into a silent exit 130,
+    and not an Exception, so no `except Exception` on the way can swallow it."""
+
+
+INTERRUPTED = "sessionlens: error: interrupted [interrupted]"
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> NoReturn:
+    raise Interrupted(signum)
+
+
+def _install_handlers() -> dict[int, Any]:
+    """Our handler for SIGINT and SIGTERM (unless ignored, e.g. under nohup); old ones."""
+    previous: dict[int, Any] = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        try:
+            old = signal.getsignal(signum)
+            if old is signal.SIG_IGN:
+                continue
+            signal.signal(signum, _on_signal)
+            previous[signum] = old
+        except ValueError:  # not the main thread (tests)
+            break
+    return previous
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code of DESIGN §1 (never raises)."""
     args = list(sys.argv[1:] if argv is None else argv)
-    previous = None
+    previous = _install_handlers()
     try:
-        previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    except ValueError:  # not the main thread (tests)
-        previous = None
+        return _main(args)
+    except (Interrupted, KeyboardInterrupt):  # raised while an error was being reported
+        _err(INTERRUPTED)
+        return 130
+    finally:
+        for signum, old in previous.items():
+            with contextlib.suppress(ValueError, TypeError):
+                signal.signal(signum, old)
+
+
+def _main(args: list[str]) -> int:
     exit_cls = _click_classes("Exit")
     abort_cls = _click_classes("Abort")
     help_cls = _click_classes("NoArgsIsHelpError")
     click_cls = _click_classes("ClickException")
     try:
         rv = app(args=args, prog_name="sessionlens", standalone_mode=False)
+        if rv == 130:  # typer >= 0.29 turns a KeyboardInterrupt into a silent Exit(130)
+            _err(INTERRUPTED)
         return rv if isinstance(rv, int) else 0
     except exit_cls as exc:
-        return int(getattr(exc, "exit_code", 0))
+        code = int(getattr(exc, "exit_code", 0))
+        if code == 130:
+            _err(INTERRUPTED)
+        return code
     except abort_cls:
-        _err("sessionlens: error: interrupted [interrupted]")
+        _err(INTERRUPTED)
+        return 130
+    except Interrupted:
+        _err(INTERRUPTED)
         return 130
     except help_cls as exc:
-        _err(exc.format_message())  # type: ignore[attr-defined]
+        sys.stderr.write(exc.format_message().rstrip("\n") + "\n")  # type: ignore[attr-defined]
         return 2
     except click_cls as exc:
         msg = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
@@ -354,7 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _err(str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
-        _err("sessionlens: error: interrupted [interrupted]")
+        _err(INTERRUPTED)
         return 130
     except BrokenPipeError:
         return 0
@@ -366,6 +417,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         tb = traceback.format_exception(exc, limit=-4)
         sys.stderr.write("".join(tb))
         return 3
-    finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)

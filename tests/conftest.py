@@ -34,3 +34,23 @@ def need_program(name: str) -> str:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{name} is required under CI=true but is not installed")
     pytest.skip(f"{name} is not installed (it is installed by .ci/run)")
+
+
+# Hypothesis: derandomised in CI (DESIGN §9), no per-example deadline (CI machines stall).
+import warnings  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+from hypothesis import settings  # noqa: E402
+
+settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
+settings.register_profile("dev", deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") == "true" else "dev")
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    # On a failure hypothesis' plugin imports libcst, which warns (DeprecationWarning from
+    # mypy_extensions); under filterwarnings=error that hid the failure behind an INTERNALERROR.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        yield

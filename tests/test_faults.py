@@ -1,0 +1,611 @@
+"""CLI faults (issue 8, item 3): each gives one clear stderr line, the DESIGN §1 exit code and
+no traceback; no partial or temp output is ever left, and an existing report stays untouched.
+
+Tests run as root, where file modes do not stop reads or writes: unreadable files are
+simulated by making `Path.open` raise PermissionError (or EIO mid-read), unwritable places are
+a path under a regular file, /proc, or `os.open` raising; a full disk is `os.write` raising
+ENOSPC after a partial write; interrupts are real SIGINT/SIGTERM sent to a subprocess.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessionlens.cli import main
+
+from .conftest import FIXTURES, ROOT
+
+SEED = FIXTURES / "formats" / "bench-stdout" / "seed-truncated.log"
+SERVER = FIXTURES / "formats" / "sglang-server" / "d07-p06-0.5.1-eagle3-tp2.log"
+EXAMPLE = FIXTURES / "sessions" / "eagle3-attention-mode"
+SHAPE = re.compile(
+    r"^(?P<path>\S.*?)(?::(?P<line>\d+))?: (?P<level>info|warning|error): (?P<msg>.+) "
+    r"\[(?P<code>[a-z0-9-]+)\]$"
+)
+OLD = "an existing report that must survive\n"
+ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_line(err: str, pattern: str) -> re.Match[str]:
+    """Every stderr line has the diagnostic shape; exactly one matches `pattern`."""
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    for line in lines:
+        assert SHAPE.match(line), f"not in `path:line: level: message [code]` shape: {line!r}"
+    hits = [m for line in lines if (m := re.search(pattern, line))]
+    assert len(hits) == 1, f"{pattern!r} should match one line of:\n{err}"
+    return hits[0]
+
+
+def leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.endswith(".tmp"))
+
+
+def make_session(root: Path) -> Path:
+    for name in ("base", "cand"):
+        (root / name).mkdir(parents=True)
+        (root / name / "bench.log").write_bytes(SEED.read_bytes())
+    return root
+
+
+# ---------------------------------------------------------------- missing and unreadable
+
+
+@pytest.mark.parametrize("command", ["parse", "report", "check"])
+def test_missing_path_is_usage_exit_2(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, command, "nope/x.log")
+    assert (code, out) == (2, "")
+    m = one_line(err, r"^nope/x\.log: error: no such (file or )?folder")
+    assert m.string.endswith("[usage]")
+
+
+@pytest.fixture
+def deny(monkeypatch: pytest.MonkeyPatch) -> Iterator[set[str]]:
+    """Names whose `Path.open` raises PermissionError, as a non-root user would see."""
+    denied: set[str] = set()
+    real = Path.open
+
+    def fake(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self.name in denied:
+            raise PermissionError(errno.EACCES, "Permission denied", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", fake)
+    return denied
+
+
+def test_unreadable_file_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, deny: set[str]
+) -> None:
+    log = tmp_path / "secret.log"
+    log.write_bytes(SEED.read_bytes())
+    session = make_session(tmp_path / "s")
+    (session / "cand" / "secret.log").write_bytes(SEED.read_bytes())
+    deny.add("secret.log")
+    code, out, err = run(capsys, "parse", str(log))
+    assert (code, out) == (2, "")
+    one_line(
+        err,
+        rf"^{re.escape(str(log))}: error: cannot read the file: Permission denied \[unreadable-file\]$",
+    )
+    one_line(err, r"^sessionlens: error: no sample could be read from 1 file \[input\]$")
+
+    # in a session the other inputs still make the report (exit 0), the fault is named once
+    code, out, err = run(capsys, "report", str(session), "--quiet", "--format", "json")
+    assert code == 0
+    assert '"code": "unreadable-file"' in out or '"code":"unreadable-file"' in out
+    one_line(err, r"^cand/secret\.log: error: cannot read the file: Permission denied")
+
+
+def test_file_failing_mid_read_is_one_error_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """EIO after the first block (a dying disk, a stale NFS handle): no traceback, no guess."""
+    log = tmp_path / "flaky.log"
+    log.write_bytes(SEED.read_bytes() * 4000)  # ~2 MB: more than one read
+    real = Path.open
+
+    class Flaky:
+        def __init__(self, fh: Any) -> None:
+            self.fh, self.reads = fh, 0
+
+        def read(self, n: int = -1) -> bytes:
+            self.reads += 1
+            if self.reads > 3:
+                raise OSError(errno.EIO, "Input/output error")
+            return bytes(self.fh.read(n))
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.fh, name)
+
+        def __enter__(self) -> Flaky:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.fh.close()
+
+    def fake(self: Path, *args: Any, **kwargs: Any) -> Any:
+        fh = real(self, *args, **kwargs)
+        return Flaky(fh) if self.name == "flaky.log" else fh
+
+    monkeypatch.setattr(Path, "open", fake)
+    code, out, err = run(capsys, "parse", str(log), "--format", "csv")
+    one_line(err, r"flaky\.log: error: reading failed: Input/output error \[unreadable-file\]$")
+    # what was read before the failure is true and kept (exit 0 with the error listed)
+    assert code == 0
+    rows = out.splitlines()[1:]
+    assert 0 < len(rows) < 20 * 4000
+    code, seed_csv, _ = run(capsys, "parse", str(SEED), "--format", "csv")
+    seed_values = {r.split(",", 7)[-1] for r in seed_csv.splitlines()[1:]}
+    assert {r.split(",", 7)[-1] for r in rows} <= seed_values
+
+
+def test_fifo_in_a_session_is_not_waited_for(tmp_path: Path) -> None:
+    """A named pipe nobody writes to would block a read forever: it is named, not opened."""
+    session = make_session(tmp_path / "s")
+    os.mkfifo(session / "cand" / "live.log")
+    os.symlink("/dev/zero", session / "cand" / "zeros.log")  # endless: never read either
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sessionlens",
+            "report",
+            str(session),
+            "--quiet",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=ENV,
+        check=False,
+    )
+    assert proc.returncode == 0
+    one_line(
+        proc.stderr,
+        r"^cand/live\.log: error: not a regular file \(a named pipe\); not read \[unreadable-file\]$",
+    )
+    one_line(
+        proc.stderr,
+        r"^cand/zeros\.log: error: not a regular file \(a device\); not read \[unreadable-file\]$",
+    )
+
+
+def test_fifo_given_on_the_command_line_is_read(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`sessionlens parse <(zcat run.log.gz)` passes a pipe: named explicitly, it is read."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def feed() -> None:
+        with open(fifo, "wb") as fh:
+            fh.write(SEED.read_bytes())
+
+    writer = threading.Thread(target=feed, daemon=True)
+    writer.start()
+    code, out, _ = run(capsys, "parse", str(fifo), "--format", "csv")
+    writer.join(10)
+    assert code == 0
+    assert out.count("throughput_tok_s") == 5
+
+
+def test_folder_where_a_file_is_expected_and_back(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    session = make_session(tmp_path / "s")
+    code, out, err = run(capsys, "report", str(session), "--quiet", "--out", str(tmp_path))
+    assert (code, out) == (2, "")
+    one_line(
+        err, rf"^{re.escape(str(tmp_path))}: error: cannot write: the path is a folder \[output\]$"
+    )
+    code, out, err = run(capsys, "report", str(SEED))
+    assert (code, out) == (2, "")
+    one_line(err, r"error: not a folder: `report` takes a session folder \[usage\]$")
+
+
+def test_symlink_loops_are_named_once_and_not_followed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    session = make_session(tmp_path / "s")
+    os.symlink("..", session / "cand" / "up")  # back to the session: an endless tree
+    os.symlink("self.log", session / "cand" / "self.log")  # a link to itself (ELOOP)
+    os.symlink("missing.log", session / "cand" / "gone.log")
+    code, out, err = run(capsys, "parse", str(session), "--format", "csv")
+    assert code == 0
+    assert out.count("throughput_tok_s") == 10  # both real logs, once each
+    shown = re.escape(str(session))
+    one_line(
+        err,
+        rf"^{shown}/cand/up: error: this link leads back to a folder that holds it; not followed \[symlink-loop\]$",
+    )
+    one_line(
+        err,
+        rf"^{shown}/cand/self\.log: error: this link loops on itself; not followed \[symlink-loop\]$",
+    )
+    one_line(err, rf"^{shown}/cand/gone\.log: error: broken symbolic link \[unreadable-file\]$")
+    code, _, err = run(capsys, "report", str(session), "--quiet", "--format", "json")
+    assert code == 0
+    one_line(err, r"^cand/up: error: .*\[symlink-loop\]$")
+
+
+# ---------------------------------------------------------------- odd contents
+
+
+def test_a_100_mb_line_is_read_in_bounded_memory(tmp_path: Path) -> None:
+    """A `--log-requests` line can be huge: it is one line, the samples around it all count.
+
+    Peak RSS is a sanity bound only (measured ~0.45 GB for the 100 MB line): it fails if the
+    line were copied many times over or the whole file held several times.
+    """
+    lines = SERVER.read_bytes().split(b"\n")
+    huge = (
+        b"[2025-01-01 10:00:00 TP0] Finish: obj=GenerateReqInput(text='"
+        + b"x" * (100 << 20)
+        + b"')"
+    )
+    big = tmp_path / "server.log"
+    big.write_bytes(b"\n".join([*lines[:20], huge, *lines[20:]]))
+    out = tmp_path / "rows.csv"
+    probe = textwrap.dedent(
+        f"""
+        import resource, sys
+        from sessionlens.cli import main
+        code = main(["parse", {str(big)!r}, "--out", {str(out)!r}])
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)
+        sys.exit(code)
+        """
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=ENV,
+        check=False,
+    )
+    *_diags, peak_kib = proc.stderr.splitlines()
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "Traceback" not in proc.stderr
+    assert int(peak_kib) < 1_500_000, f"peak RSS {int(peak_kib) // 1024} MiB for a 100 MiB line"
+    small = tmp_path / "small.log"
+    small.write_bytes(SERVER.read_bytes())
+    expected = subprocess.run(
+        [sys.executable, "-m", "sessionlens", "parse", str(small), "--format", "csv"],
+        capture_output=True,
+        text=True,
+        env=ENV,
+        check=True,
+    ).stdout
+
+    def pairs(csv: str) -> list[tuple[str, str]]:
+        return sorted((r.split(",")[-2], r.split(",")[-1]) for r in csv.splitlines()[1:])
+
+    assert pairs(out.read_text()) == pairs(expected)
+
+
+def test_binary_files_are_unknown_not_fatal(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    session = make_session(tmp_path / "s")
+    elf = session / "cand" / "a.out"
+    elf.write_bytes(Path(sys.executable).resolve().read_bytes()[: 2 << 20])
+    gz = session / "cand" / "run.log.gz"
+    gz.write_bytes(b"\x1f\x8b\x08\x00" + bytes(range(256)) * 64)  # gzip magic, then junk
+    code, out, err = run(capsys, "parse", str(elf))
+    assert (code, out) == (2, "")
+    one_line(
+        err, rf"^{re.escape(str(elf))}: error: no parser recognises this file .*\[unknown-format\]$"
+    )
+    code, out, err = run(capsys, "report", str(session), "--quiet", "--format", "json")
+    assert code == 0
+    one_line(err, r"^cand/a\.out: error: no parser recognises this file .*\[unknown-format\]$")
+    one_line(
+        err,
+        r"^cand/run\.log\.gz: warning: the gzip stream is cut or corrupt .*\[truncated-output\]$",
+    )
+
+
+# ---------------------------------------------------------------- where --out points
+
+
+def _out_is_input_cases(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
+    log = tmp_path / "in" / "run.log"
+    log.parent.mkdir()
+    log.write_bytes(SEED.read_bytes())
+    yield log, log
+    yield log, tmp_path / "in" / ".." / "in" / "run.log"
+    (tmp_path / "link.log").symlink_to(log)
+    yield log, tmp_path / "link.log"
+    os.link(log, tmp_path / "hard.log")
+    yield log, tmp_path / "hard.log"
+
+
+def test_out_that_is_an_input_by_any_path_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for log, out in _out_is_input_cases(tmp_path):
+        code, stdout, err = run(capsys, "parse", str(log), "--format", "csv", "--out", str(out))
+        assert (code, stdout) == (2, ""), out
+        one_line(err, r"refusing to overwrite an input file with the output \[usage\]$")
+        assert log.read_bytes() == SEED.read_bytes()
+    session = make_session(tmp_path / "s")
+    (tmp_path / "report.md").symlink_to(session / "base" / "bench.log")
+    code, _, err = run(
+        capsys, "report", str(session), "--quiet", "--out", str(tmp_path / "report.md")
+    )
+    assert code == 2
+    one_line(err, r"refusing to overwrite an input file with the output \[usage\]$")
+    assert (session / "base" / "bench.log").read_bytes() == SEED.read_bytes()
+
+
+@pytest.mark.parametrize(
+    "where",
+    ["under-a-file", "proc", "denied"],
+)
+def test_unwritable_out_keeps_the_old_report(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    where: str,
+) -> None:
+    session = make_session(tmp_path / "s")
+    old = tmp_path / "report.md"
+    old.write_text(OLD)
+    if where == "under-a-file":
+        out, msg = old / "report.md", rf"cannot write: {re.escape(str(old))} is not a folder"
+    elif where == "proc":
+        out, msg = Path("/proc/sessionlens-report.md"), r"cannot write: "
+    else:
+        out, msg = old, r"cannot write: Permission denied"
+        real = os.open
+
+        def deny(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
+            if flags & os.O_CREAT:
+                raise PermissionError(errno.EACCES, "Permission denied")
+            return real(path, flags, *args, **kwargs)
+
+        monkeypatch.setattr(os, "open", deny)
+    code, stdout, err = run(capsys, "report", str(session), "--quiet", "--out", str(out))
+    assert (code, stdout) == (2, "")
+    one_line(err, rf"^{re.escape(str(out))}: error: {msg}.*\[output\]$")
+    assert old.read_text() == OLD
+    assert leftovers(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("command", "suffix"),
+    [
+        ("report", "md"),
+        ("report", "html"),
+        ("report", "json"),
+        ("parse", "csv"),
+        ("parse", "parquet"),
+    ],
+)
+def test_full_disk_leaves_no_partial_file(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    suffix: str,
+) -> None:
+    """ENOSPC after some bytes made it: the temp file goes, the old output stays whole."""
+    session = make_session(tmp_path / "s")
+    out = tmp_path / f"result.{suffix}"
+    out.write_text(OLD)
+    real = os.write
+
+    def full(fd: int, data: Any) -> int:
+        if fd > 2:
+            real(fd, bytes(data[:100]))
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", full)
+    args = ["report", str(session), "--quiet"] if command == "report" else ["parse", str(session)]
+    code, stdout, err = run(capsys, *args, "--out", str(out))
+    assert (code, stdout) == (2, "")
+    one_line(
+        err, rf"^{re.escape(str(out))}: error: cannot write: No space left on device \[output\]$"
+    )
+    assert out.read_text() == OLD
+    assert leftovers(tmp_path) == []
+
+
+def test_fsync_failure_is_a_write_failure(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Delayed allocation reports a full disk or a dying device at fsync, not at write."""
+    out = tmp_path / "rows.json"
+    out.write_text(OLD)
+
+    def broken(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", broken)
+    code, _, err = run(capsys, "parse", str(SEED), "--out", str(out))
+    assert code == 2
+    one_line(err, r"cannot write: Input/output error \[output\]$")
+    assert out.read_text() == OLD
+    assert leftovers(tmp_path) == []
+
+
+def test_out_to_a_pipe_is_written_through_not_replaced(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`--out /dev/stdout` or a FIFO cannot be renamed over: replacing it would turn the
+    device node into a regular file (as root: /dev/stdout itself)."""
+    fifo = tmp_path / "out.json"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    code, _, _ = run(capsys, "parse", str(SEED), "--out", str(fifo))
+    reader.join(10)
+    assert code == 0
+    assert fifo.is_fifo()
+    assert got
+    assert got[0].startswith(b"{")
+    assert b"throughput_tok_s" in got[0]
+    assert leftovers(tmp_path) == []
+
+
+def test_out_through_a_symlink_writes_the_target(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    real = tmp_path / "reports" / "latest.json"
+    real.parent.mkdir()
+    real.write_text(OLD)
+    link = tmp_path / "latest.json"
+    link.symlink_to(real)
+    code, _, _ = run(capsys, "parse", str(SEED), "--out", str(link))
+    assert code == 0
+    assert link.is_symlink()
+    assert real.read_text().startswith("{")
+    assert leftovers(tmp_path) == leftovers(real.parent) == []
+
+
+# ---------------------------------------------------------------- interrupts
+
+
+def test_signal_while_writing_removes_the_temp_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real SIGINT delivered between two writes of the output: exit 130, nothing half-written."""
+    session = make_session(tmp_path / "s")
+    out = tmp_path / "report.html"
+    out.write_text(OLD)
+    real = os.write
+
+    def slow(fd: int, data: Any) -> int:
+        if fd > 2:
+            n = real(fd, bytes(data[:64]))
+            signal.raise_signal(signal.SIGINT)
+            return n
+        return real(fd, data)
+
+    monkeypatch.setattr(os, "write", slow)
+    code, stdout, err = run(capsys, "report", str(session), "--quiet", "--out", str(out))
+    assert (code, stdout, err) == (130, "", "sessionlens: error: interrupted [interrupted]\n")
+    assert out.read_text() == OLD
+    assert leftovers(tmp_path) == []
+
+
+def _big_session(root: Path, copies: int = 1000) -> Path:
+    text = SERVER.read_bytes()
+    for name in ("base", "cand"):
+        (root / name).mkdir(parents=True)
+        (root / name / "server.log").write_bytes(text * copies)  # 1000: ~11 MB, seconds to parse
+    return root
+
+
+def _reading(pid: int, folder: Path) -> bool:
+    try:
+        return any(
+            os.readlink(f"/proc/{pid}/fd/{fd}").startswith(str(folder))
+            for fd in os.listdir(f"/proc/{pid}/fd")
+        )
+    except OSError:
+        return False
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_mid_report_exits_130_and_leaves_nothing(tmp_path: Path, signum: int) -> None:
+    session = _big_session(tmp_path / "s")
+    out = tmp_path / "report.md"
+    out.write_text(OLD)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sessionlens", "report", str(session), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=ENV,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _reading(proc.pid, session) and time.monotonic() < deadline:
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.01)
+        assert _reading(proc.pid, session), "the report never started reading its inputs"
+        proc.send_signal(signum)
+        stdout, stderr = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130
+    assert (stdout, stderr) == ("", "sessionlens: error: interrupted [interrupted]\n")
+    assert out.read_text() == OLD
+    assert leftovers(tmp_path) == []
+
+
+def test_closed_stdout_pipe_is_quiet(tmp_path: Path) -> None:
+    """`sessionlens parse … | head -1`: the reader goes away; no traceback, no noise."""
+    session = _big_session(tmp_path / "s", copies=100)  # ~0.5 MB of CSV: more than a pipe holds
+    with (tmp_path / "err.txt").open("w+b") as err_file:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "sessionlens",
+                "parse",
+                str(session / "base"),
+                "--format",
+                "csv",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=err_file,
+            env=ENV,
+        )
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        proc.stdout.close()
+        proc.wait(60)
+        err_file.seek(0)
+        err = err_file.read().decode()
+    assert first.startswith(b"config,source,line")
+    assert "Traceback" not in err
+    assert "Exception ignored" not in err
+    assert proc.returncode == 0
+
+
+def test_control_characters_in_names_cannot_break_lines_or_drive_the_terminal(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "run\n\x1b[2J\x1b]0;owned\x07.log").write_bytes(b"\x00" * 16 + b"\x1b[31mjunk\n")
+    (folder / "ok.log").write_bytes(SEED.read_bytes())
+    code, _, err = run(capsys, "parse", str(folder), "--format", "csv")
+    assert code == 0
+    assert "\x1b" not in err
+    assert "\x07" not in err
+    one_line(err, r"run\\n\\x1b\[2J\\x1b\]0;owned\\x07\.log: error: no parser recognises this file")

@@ -195,6 +195,8 @@ _PATTERNS: list[tuple[re.Pattern[str], str, Better, Combine]] = [
     (re.compile(r"phase_[a-z0-9_]+_ms_per_cycle"), "ms", "lower", "mean"),
     (re.compile(r"phase_[a-z0-9_]+_share"), "fraction", None, "mean"),
     (re.compile(r"position_acceptance_rate_\d+"), "fraction", "higher", "mean"),
+    # custom percentiles (`--metric-percentiles 80,99.5` prints P80, P99.5 rows)
+    (re.compile(r"(ttft|tpot|itl|e2e_latency)_ms_p\d+"), "ms", "lower", "mean"),
 ]
 
 # Fallback by suffix, for names a third-party parser adds without registering them.

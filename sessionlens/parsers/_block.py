@@ -1,12 +1,14 @@
 """Shared reader of benchmark result blocks: `{:<40} {:<10}` rows under `=`/`-` headers.
 
-Owns rows, aliases (label -> metric/setting), block boundaries (log-formats §9), the Namespace
-scanner, bench_serving JSON records and sniff evidence for the three block formats. It never
-evals or opens files. Settings stay JSON-safe: `inf` is the string "inf", `not set` is null.
+Owns rows, aliases (label -> metric/setting), block boundaries (log-formats §9), the outer
+prefixes pastes and collectors add (`strip_outer`, used by every benchmark parser), the
+Namespace scanner, bench_serving JSON records and sniff evidence for the three block formats.
+It never evals or opens files; settings stay JSON-safe (`inf` is "inf", `not set` is null).
 """
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import math
@@ -16,22 +18,57 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from .._lines import Line
-from ..metrics import slug
+from ..metrics import is_known, slug
 from ..model import BlockStart, Record, Sample, Setting
+from . import phase_timing, sglang_server
 from .base import ParseContext, decimals_of, read_number
 
 JSON = Any  # a JSON scalar or list (settings come from logs)
 
 # ------------------------------------------------------------------ line shapes
 
-# Outer prefixes a terminal or collector puts before every line: docker -t timestamps,
-# docker-compose `svc-1  | `, mpirun `[1,0]<stdout>:`, Ray/vLLM `(Name pid=N) `.
+# Outer prefixes a terminal, collector or paste puts before every line (log-formats §9):
+# docker `-t` RFC 3339 timestamps, docker-compose `svc-1  | `, mpirun `[1,0]<stdout>:`,
+# Ray/vLLM `(Name pid=N) `, grep over several files (`path.ext:` on matches, `path.ext-` on
+# context lines, with `-n` also the line number). A grep path needs an extension that starts
+# with a letter, so `127.0.0.1:80` or `P99.9 TTFT` never count as one.
 _OUTER = re.compile(
-    r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\s+"
-    r"|\[\d+,\d+\]<std(?:out|err)>:\s?"
-    r"|[A-Za-z0-9_.-]+\s+\|\s"
-    r"|\((?:[\w.\-]+\s)?pid=\d+(?:,\s*ip=[\d.]+)?\)\s+)+"
+    r"^(?:[ \t]*(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]"
+    r"|\[\d+,\d+\]<std(?:out|err)>:"
+    r"|[A-Za-z][\w.-]*[ \t]+\|(?:[ \t]|$)"
+    r"|\((?:[\w.\-]+\s)?pid=\d+(?:,\s*ip=[\d.]+)?\)[ \t]"
+    r"|(?:[\w.~+-]*/)*[\w~+-][\w.~+-]*\.[A-Za-z]\w{0,7}(?:\.\d+)?(?:[:-]\d+)?[:-]))+"
 )
+# A Markdown list bullet before a pasted line (`- Run 1/5: ...`); never `---` or `-1`.
+_BULLET = re.compile(r"^[ \t]*[-*+\u2022][ \t]+(?=\S)")
+
+
+# A tqdm bar (`desc: 50%|█████     | 500/1000 [01:23<00:00, 11.92it/s]`) that another
+# stream's line was glued to: the text after the last bar is that line.
+_TQDM = re.compile(r"^.*\d%\|[^|]*\|[^\[|]*\[[^\]]*\][ \t]*(?=\S)")
+
+
+def strip_outer(text: str) -> str:
+    """A line without the outer prefixes and the list bullet a paste or collector added."""
+    m = _OUTER.match(text)
+    if m is not None:
+        text = text[m.end() :]
+    if "%|" in text:
+        t = _TQDM.match(text)
+        if t is not None:
+            text = text[t.end() :]
+    b = _BULLET.match(text)
+    if b is not None:
+        text = text[b.end() :]
+    return text
+
+
+@functools.lru_cache(maxsize=4)
+def strip_head(head: str) -> str:
+    """A sniff head with `strip_outer` applied to every line (anchored sniffs need it)."""
+    return "\n".join(strip_outer(line) for line in head.split("\n"))
+
+
 TITLE = re.compile(r"^\s*={3,}\s*(?P<t>[^=\s](?:[^=]*[^=\s])?)\s*={3,}\s*$")
 FOOTER = re.compile(r"^\s*={10,}\s*$")
 SECTION = re.compile(r"^\s*-{3,}\s*(?P<t>[^-\s](?:.*?[^-\s])?)\s*-{3,}\s*$")
@@ -47,7 +84,12 @@ _FOREIGN = re.compile(
     r"|(?:INFO|WARNING|ERROR|DEBUG|CRITICAL)(?::\s|\s+\d\d-\d\d \d\d:\d\d:\d\d)"
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d[,.]\d+ (?:INFO|WARNING|ERROR|DEBUG))"
     r"|(?:Decode|Prefill) batch[.,\s\[(]"
+    r"|:\s*[-+]?\d[\d.]*\s*ms/cyc\b"  # a profiler's phase line (`Target verify: 29.47 ms/cyc`)
 )
+FOREIGN = _FOREIGN  # for parsers that route a server log's lines to an embedded reader
+# What a cut last line holds when the file ends inside a block: the start of a row label
+# (`Mean TT`) or of a section header (`-----Time to Fi`); never a shell prompt (`$`, `@`).
+_PARTIAL = re.compile(r"^(?:[A-Za-z#][A-Za-z0-9 #()/%<>.+_'&-]*|-{3,}[A-Za-z0-9 ()./-]*)$")
 _NS_START = re.compile(r"^\s*(?:\w+\s*=\s*)?Namespace\(")
 _PREAMBLE_COUNT = re.compile(r"^\s*#\s?(?:Input|Output) tokens\s*:")
 # Lines that are noise before a block, never its label: tqdm bars, progress messages,
@@ -163,7 +205,7 @@ LATENCY_FAMILIES = {
 _LATENCY_ROW = re.compile(
     r"^(?P<stat>mean|median|std|min|max|p(?P<p>\d+(?:\.\d+)?))\s+(?P<fam>.+?)\s*\(ms\)$"
 )
-_POSITION_ROW = re.compile(r"^position (?P<i>\d+)$")
+_POSITION_ROW = re.compile(r"^position (?P<i>\d{1,6})$")
 _SLO_ROW = re.compile(r"^(?P<name>.+?) slo attainment \(%\)$")
 _STORAGE_ROW = re.compile(r"^storage\b.*$")
 
@@ -239,14 +281,16 @@ def lookup(label: str, section: str | None) -> RowSpec | None:
         fam = LATENCY_FAMILIES.get(m["fam"])
         if fam is None or (section is not None and section not in KNOWN_SECTIONS):
             return None
-        return _m(f"{fam}_ms_{_stat(m['stat'], m['p'])}")
+        name = f"{fam}_ms_{_stat(m['stat'], m['p'])}"
+        # a percentile the registry lacks (`P42`) is an unknown row, never a new metric name
+        return _m(name) if is_known(name) else None
     m = _POSITION_ROW.match(key)
     if m is not None:
         return _m(f"position_acceptance_rate_{int(m['i'])}")
     m = _SLO_ROW.match(key)
-    if m is not None:
-        name = m["name"]
-        return _m(f"{LATENCY_FAMILIES.get(name, slug(name))}_slo_attainment")
+    if m is not None and m["name"] in LATENCY_FAMILIES:
+        # an SLO on another quantity has no registered metric: an unknown row, not a new name
+        return _m(f"{LATENCY_FAMILIES[m['name']]}_slo_attainment")
     return None
 
 
@@ -269,6 +313,8 @@ def setting_value(raw: str, cast: Cast = "auto") -> JSON:
     if cast == "str":
         return t
     m = re.fullmatch(r"(?P<n>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?:\s*\(.*\))?", t)
+    if m is not None and (len(m["n"]) > 40 or not math.isfinite(float(m["n"]))):
+        return t  # no JSON number: `1e999` would be infinity, 5000 digits too big for int()
     if m is not None:
         n = m["n"]
         if cast == "float":
@@ -374,8 +420,10 @@ VLLM_MARKS = re.compile(
     r"|dispatch_function=|Acceptance length:"
 )
 GENERIC_MARKS = re.compile(
-    r"Serving Benchmark Result|(?:Mean|Median|P\d+(?:\.\d+)?) (?:TTFT|TPOT|ITL) \(ms\):"
-    r"|Request throughput \(req/s\):"
+    r"Serving Benchmark Result"
+    r"|(?:(?:Mean|Median|P\d+(?:\.\d+)?) (?:TTFT|TPOT|ITL) \(ms\)|Request throughput \(req/s\))"
+    r":[ \t]+(?:[\d.]+|nan|inf)[ \t]*$",
+    re.MULTILINE,
 )
 OFFLINE_ROW = re.compile(r"Last generation throughput \(tok/s\):")
 _JSONL_HEAD = re.compile(r'\A\s*\{[^\n]*"(?:request_throughput|mean_ttft_ms|completed)"')
@@ -387,15 +435,33 @@ _SGLANG_JSON_KEYS = re.compile(
 
 def looks_like_jsonl(head: str) -> bool:
     """Whether a source starts with a JSON object (bench_serving's `--output-file`)."""
-    return head.lstrip().startswith("{")
+    return strip_head(head).lstrip().startswith("{")
 
 
 def sglang_jsonl(head: str) -> bool:
     """Whether the head is bench_serving JSONL, told by its SGLang-only keys."""
+    head = strip_head(head)
     return _JSONL_HEAD.search(head) is not None and _SGLANG_JSON_KEYS.search(head) is not None
 
 
 # ------------------------------------------------------------------ the reader
+
+
+def counter() -> Callable[[], int]:
+    """A block-number source: 0, 1, 2, … on successive calls."""
+    numbers = itertools.count()
+    return lambda: next(numbers)
+
+
+def sglang_log_reader(ctx: ParseContext, next_block: Callable[[], int]) -> sglang_server.Reader:
+    """An SGLang server-log reader to embed, whose phase blocks take the embedder's numbers.
+
+    Without `next_block` its phase-timing reader counts blocks from 0 on its own, and a phase
+    block would share an index (and the block table entry) with a benchmark block.
+    """
+    reader = sglang_server.Reader(ctx)
+    reader.phase = phase_timing.Reader(ctx, next_block=next_block)
+    return reader
 
 
 class LineReader(Protocol):
@@ -500,7 +566,7 @@ class BlockReader:
     def feed(self, ln: Line) -> Iterator[Record]:
         """Records of one line, in line order."""
         self._last_cut = ln.cut
-        text = _OUTER.sub("", ln.text, count=1)
+        text = strip_outer(ln.text)
         stripped = text.strip()
         if self._ns is not None:
             if self._ns_continues(text, stripped):
@@ -549,10 +615,24 @@ class BlockReader:
             self.ctx.count("namespace")
             self._scan_ns(final=False)
             return
-        row = parse_row(text)
-        if row is not None and not _PREAMBLE_COUNT.match(text):
-            yield from self._row(ln, row)
+        b = self._block
+        warning = _WARNING.search(stripped) is not None
+        if (
+            b is not None
+            and b.index is not None
+            and (warning or (self._after_warning and text[:1].isspace() and ":" not in stripped))
+        ):
+            # A warning another thread printed between the rows (`x.py:712: UserWarning: …`,
+            # never a row), or the source line Python echoes after it: not the block's end.
+            self._after_warning = warning
+            yield from self._foreign(ln)
             return
+        row = None if warning else parse_row(text)
+        if row is not None and not _PREAMBLE_COUNT.match(text):
+            yield from self._row(ln, row, stripped)
+            return
+        if ln.cut and b is not None and b.index is not None and _PARTIAL.match(stripped):
+            return  # the file ends in the start of one more row or section: `finish` says so
         self._end_block()
         yield from self._other(ln, stripped)
 
@@ -622,12 +702,12 @@ class BlockReader:
                 f"block {b.index}: {n} row{'s' if n > 1 else ''} not read: {shown}{tail}",
             )
 
-    def _row(self, ln: Line, row: _Row) -> Iterator[Record]:
+    def _row(self, ln: Line, row: _Row, stripped: str) -> Iterator[Record]:
         b = self._block
         spec = lookup(row.label, b.section if b is not None else None)
         if b is None:
             if spec is None and not row.padded:
-                yield from self._other(ln, ln.text.strip())
+                yield from self._other(ln, stripped)
                 return
             if spec is not None and spec.kind == "setting" and not row.padded:
                 # vLLM's preamble (`Traffic request rate: inf`) or a whitespace-collapsed
@@ -737,7 +817,8 @@ class BlockReader:
     def _embedded_records(self, records: Iterator[Record]) -> Iterator[Record]:
         assert self._embedded is not None
         for rec in records:
-            if isinstance(rec, Sample | Setting):
+            # a server log's own records carry no block; its phase blocks say their format
+            if isinstance(rec, Sample | Setting) and rec.block is None:
                 self.ctx.embedded.add(self._embedded[0])
             yield rec
 
@@ -848,7 +929,8 @@ def _json_metric(key: str) -> str | None:
     if m is None:
         return None
     fam = "e2e_latency" if m["fam"] == "e2el" else m["fam"]
-    return f"{fam}_ms_{_stat(m['stat'], m['p'])}"
+    name = f"{fam}_ms_{_stat(m['stat'], m['p'])}"
+    return name if is_known(name) else None
 
 
 def _is_bench_record(obj: dict[str, Any]) -> bool:

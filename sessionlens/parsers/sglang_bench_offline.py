@@ -7,6 +7,7 @@ in-process engine's own log lines go to `sglang_server.Reader`. No eval, no file
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 
 from .._lines import SourceText
@@ -18,11 +19,17 @@ format_id = "sglang-bench-offline"
 priority = 20
 
 
+# bench_offline_throughput's backends (`engine`, `runtime`): no serving client has them.
+_OFFLINE_BACKEND = re.compile(r"^\s*Backend:[ \t]+(?:engine|runtime)[ \t]*$", re.MULTILINE)
+
+
 def sniff(head: str, name: str) -> float:
-    """Score: the title is decisive; the `Last generation throughput` row a strong hint."""
+    """Score: the title is decisive; `Last generation throughput` or `Backend: engine` hint."""
     if _block.TITLE_OFFLINE.search(head):
         return 1.0
-    if _block.OFFLINE_ROW.search(head) and not _block.TITLE_SERVING.search(head):
+    if _block.TITLE_SERVING.search(head):
+        return 0.0
+    if _block.OFFLINE_ROW.search(head) or _OFFLINE_BACKEND.search(_block.strip_head(head)):
         return 0.9
     return 0.0
 
@@ -37,7 +44,13 @@ class Reader(_block.BlockReader):
         next_block: Callable[[], int] | None = None,
         embed_server: bool = True,
     ) -> None:
-        embedded = (sglang_server.format_id, sglang_server.Reader(ctx)) if embed_server else None
+        # one block numbering for the result blocks and the server log's phase blocks
+        next_block = next_block or _block.counter()
+        embedded = (
+            (sglang_server.format_id, _block.sglang_log_reader(ctx, next_block))
+            if embed_server
+            else None
+        )
         super().__init__(format_id, ctx, next_block=next_block, embedded=embedded)
 
 

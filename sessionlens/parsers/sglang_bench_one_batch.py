@@ -9,13 +9,15 @@ the server in-process) go to the embedded `sglang_server.Reader`; it reads none 
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .._lines import Line, SourceText
 from ..model import BlockStart, Record, Sample, Setting
-from . import sglang_server
+from . import _block, sglang_server
+from ._block import strip_head, strip_outer
 from .base import ParseContext
 from .vllm_server import keyed_fields, lookup_field, read_value
 
@@ -32,9 +34,9 @@ _TOTAL = re.compile(r"\bTotal\.\s+latency\s*:")
 _WARMUP = re.compile(r"^\s*Warmup\s*\.\.\.\s*$")
 _BENCHMARK = re.compile(r"^\s*Benchmark\s*\.\.\.\s*$")
 _SKIPPING = re.compile(
-    r"\bskipping \((?P<bs>\d+), (?P<il>\d+), (?P<ol>\d+)\) due to (?P<why>.*?)\s*$"
+    r"\bskipping \((?P<bs>\d{1,18}), (?P<il>\d{1,18}), (?P<ol>\d{1,18})\) due to (?P<why>.*?)\s*$"
 )
-_MAX_TOKENS = re.compile(r"^\s*max_total_num_tokens\s*=\s*(?P<n>\d+)(?P<end>\s*$|\s*,)")
+_MAX_TOKENS = re.compile(r"^\s*max_total_num_tokens\s*=\s*(?P<n>\d{1,18})(?P<end>\s*$|\s*,)")
 
 # Per line kind: label -> (metric, kind, fixed decimals); see vllm_server.keyed_fields.
 _PREFILL_FIELDS = {
@@ -129,9 +131,9 @@ class Reader:
         self.ctx = ctx
         self.claimed = False
         # bench_one_batch_server launches the server in-process: its log shares the terminal
-        self._server = sglang_server.Reader(ctx) if embed_server else None
-        self._next_block = next_block
-        self._blocks = 0
+        # one block numbering for the cases and the server log's phase blocks
+        self._next_block = next_block or _block.counter()
+        self._server = _block.sglang_log_reader(ctx, self._next_block) if embed_server else None
         self._case: _Case | None = None
         self._warmup = False  # between `Warmup ...` and `Benchmark ...` (bench_one_batch)
         self._framed_warmup = False  # between `Warmup Begin` and `Warmup End` (server)
@@ -164,7 +166,8 @@ class Reader:
 
     def feed(self, ln: Line) -> Iterator[Record]:
         """Records of one line; a line that is no one-batch line goes to the server reader."""
-        yield from self._feed(ln)
+        bare = strip_outer(ln.text)
+        yield from self._feed(ln if bare == ln.text else Line(ln.no, bare, ln.cut))
         if not self.claimed:
             if self._server is None:
                 self.ctx.count("ignored")
@@ -173,7 +176,8 @@ class Reader:
 
     def _embedded(self, records: Iterator[Record]) -> Iterator[Record]:
         for rec in records:
-            if isinstance(rec, Sample | Setting):
+            # the server log's own records carry no block; its phase blocks say their format
+            if isinstance(rec, Sample | Setting) and rec.block is None:
                 self.ctx.embedded.add(sglang_server.format_id)
             yield rec
 
@@ -226,8 +230,7 @@ class Reader:
     # ---------------------------------------------------------------- cases and blocks
 
     def _new_block(self, case: _Case) -> Iterator[Record]:
-        index = self._next_block() if self._next_block else self._blocks
-        self._blocks += 1
+        index = self._next_block()
         case.block = index
         yield BlockStart(index, case.line, format_id)
         for key, value in self._planned().items():
@@ -288,6 +291,13 @@ class Reader:
 
     def _sample(self, ln: Line, case: _Case, metric: str, value: float) -> Iterator[Record]:
         if case.block is None or case.warmup:
+            return
+        if not math.isfinite(value):
+            self.ctx.warn(
+                ln.no,
+                "non-finite-value",
+                f"case {case.block}: {metric} is {value}; no sample taken",
+            )
             return
         if metric in case.read:
             self.ctx.warn(
@@ -483,7 +493,9 @@ class Reader:
         if self._table is None:
             self.claimed = False
             return
-        yield from self._table_row_line(ln, cells, closed=text.endswith("|"))
+        # the last cell is complete when a `|` or the space before it follows the value
+        closed = text.endswith("|") or ln.text.rstrip("\n") != ln.text.rstrip()
+        yield from self._table_row_line(ln, cells, closed=closed)
 
     def _unknown_column(self, ln: Line, name: str) -> None:
         if name and name not in self._unknown:
@@ -496,6 +508,13 @@ class Reader:
         settings: dict[str, int] = {}
         values: list[tuple[str, float]] = []
         last = len(cells) - 1
+        if ln.cut and not ln.text.rstrip().endswith("|") and len(cells) < len(self._table):
+            self.ctx.warn(
+                ln.no,
+                "truncated-output",
+                f"the table row is cut after {len(cells)} of {len(self._table)} columns; "
+                "the columns after the cut are not read",
+            )
         for i, (cell, (name, kind)) in enumerate(zip(cells, self._table, strict=False)):
             if kind == "skip" or cell.lower() in ("n/a", "na", "-", ""):
                 continue
@@ -516,6 +535,9 @@ class Reader:
                     )
                 continue
             value = r.value / 100 if kind == "rate" and cell.endswith("%") else r.value
+            if not math.isfinite(value):
+                self.ctx.warn(ln.no, "non-finite-value", f"table cell {cell!r}; no sample taken")
+                continue
             if kind == "setting":
                 if value.is_integer():
                     settings[name] = int(value)
@@ -562,7 +584,7 @@ class Reader:
             key = m.group("name").replace("-", "_")
             values = []
             for tok in joined[m.end() :].split():
-                if not tok.isdigit():
+                if not (tok.isascii() and tok.isdigit() and len(tok) <= 18):  # not `¹`
                     break
                 values.append(int(tok))
             if values:
@@ -594,7 +616,10 @@ _SNIFF_TABLE = re.compile(r"^\s*\|\s*batch size\s*\|\s*input len\s*\|\s*latency 
 
 def sniff(head: str, name: str) -> float:
     """Score: the fixed result lines of both scripts, or the server variant's table."""
-    if _SNIFF_ONE.search(head) or _SNIFF_CASE.search(head):
+    if _SNIFF_ONE.search(head):
+        return 1.0
+    head = strip_head(head)
+    if _SNIFF_CASE.search(head):
         return 1.0
     if _SNIFF_TABLE.search(head):
         return 0.9

@@ -49,7 +49,13 @@ class Reader(_block.BlockReader):
         next_block: Callable[[], int] | None = None,
         embed_server: bool = True,
     ) -> None:
-        embedded = (sglang_server.format_id, sglang_server.Reader(ctx)) if embed_server else None
+        # one block numbering for the result blocks and the server log's phase blocks
+        next_block = next_block or _block.counter()
+        embedded = (
+            (sglang_server.format_id, _block.sglang_log_reader(ctx, next_block))
+            if embed_server
+            else None
+        )
         super().__init__(
             format_id, ctx, next_block=next_block, json_records=True, jsonl=jsonl, embedded=embedded
         )

@@ -44,8 +44,12 @@ class Reader(_block.BlockReader):
         *,
         next_block: Callable[[], int] | None = None,
         embed_server: bool = True,
+        server: vllm_server.Reader | None = None,
     ) -> None:
-        embedded = (vllm_server.format_id, vllm_server.Reader(ctx)) if embed_server else None
+        # `server`: a reader that already read the start of the log (see vllm_server.parse)
+        if server is None and embed_server:
+            server = vllm_server.Reader(ctx)
+        embedded = (vllm_server.format_id, server) if server is not None else None
         super().__init__(format_id, ctx, next_block=next_block, embedded=embedded)
 
 

@@ -2,12 +2,14 @@
 
 Owns the interval series of a vLLM server log (every generation from 0.4 to 0.33, behind any
 prefix), its settings (version, engine config, `non-default args`) and the per-source fact
-`accept_len_counts_bonus`. It must not read SpecDecodeWorker stage times (phase-timing owns
-them; they are only counted) and never evaluates a logged repr (`_literal` reads them).
+`accept_len_counts_bonus`; a `vllm bench serve` run printed into the log is handed to that
+parser's reader, and SpecDecodeWorker stage times go through phase-timing's line function.
+It never evaluates a logged repr (`_literal` reads them).
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Iterator
@@ -15,7 +17,8 @@ from dataclasses import dataclass
 
 from .. import _literal
 from .._lines import Line, SourceText
-from ..model import Record, Sample, Setting
+from ..model import BlockStart, Record, Sample, Setting
+from . import phase_timing
 from .base import ParseContext, read_number
 
 format_id = "vllm-server"
@@ -25,7 +28,7 @@ priority = 20
 
 _ENGINE_MARK = re.compile(r"Avg (?:prompt|generation) throughput\s*:")
 _ENGINE_TAG = re.compile(r"\b(?P<tag>Engine\s+\d+)\s*:\s*")
-_AGGREGATED = re.compile(r"\b(?P<n>\d+)\s+Engines\s+Aggregated\s*:\s*")
+_AGGREGATED = re.compile(r"\b(?P<n>\d{1,9})\s+Engines\s+Aggregated\s*:\s*")
 _SPEC_MARK = re.compile(r"\b(?P<kind>SpecDecoding|Speculative) metrics\s*:\s*")
 _PREFIX_V0 = re.compile(r"Prefix cache hit rate\s*:\s*(?=GPU\s*:)")
 _STAGE_TIMES = "SpecDecodeWorker stage times"
@@ -227,7 +230,7 @@ def bonus_from_version(ver: str) -> bool | None:
     from 0.9.0 on. Dev builds made after 0.8.5 and before 0.9.0 (`0.8.6.devN`) may be
     either. A local tag (`0.8.5+cu118`) is a release build.
     """
-    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", ver)
+    m = re.match(r"v?(\d{1,9})\.(\d{1,9})(?:\.(\d{1,9}))?", ver)
     if m is None:
         return None
     base = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
@@ -315,7 +318,10 @@ class Reader:
             yield from self._prefix_v0(ln, p.end())
             return
         if _STAGE_TIMES in text:
-            self.ctx.count("stage-times")  # phase-timing owns these lines
+            # phase-timing owns the stage-times line; read it through its line function so
+            # that a V0 server log keeps draft/scoring/verification times
+            self.ctx.embedded.add(phase_timing.format_id)
+            yield from phase_timing._stage_times(ln, self.ctx)
             return
         i = _ENGINE_INIT.search(text)
         if i is not None:
@@ -372,6 +378,13 @@ class Reader:
             return " ".join(m.group("ts").split())
         t = _ANY_TS.search(text, 0, end)
         return t.group() if t is not None else None
+
+    def _finite(self, value: float) -> bool:
+        """Whether a value can be a sample; `nan%` (no drafts in the interval) is counted."""
+        if math.isfinite(value):
+            return True
+        self.ctx.count("nan-value" if math.isnan(value) else "inf-value")
+        return False
 
     def _unknown_field(self, ln: Line, what: str, key: str) -> None:
         tag = f"{what}:{key}"
@@ -461,7 +474,10 @@ class Reader:
             else:
                 values[metric] = value
             samples.append(Sample(metric, value, ln.no, None, None, rank, ts))
-        for at, (metric, value) in zip(kv_at, self._kv_metrics(kv), strict=True):
+        for at, (name, _), (metric, value) in zip(kv_at, kv, self._kv_metrics(kv), strict=True):
+            if not metric:
+                self._unknown_field(ln, "engine line", f"{name} KV cache usage")
+                continue
             values[metric] = value
             samples[at] = Sample(metric, value, ln.no, None, None, rank, ts)
         if kv and "kv_cache_device" not in self._settings_done:
@@ -483,7 +499,7 @@ class Reader:
             self._idle_first = self._idle_first or ln.no
             self.ctx.count("idle")
             return
-        yield from samples
+        yield from (s for s in samples if s.metric and self._finite(s.value))
 
     @staticmethod
     def _kv_metrics(kv: list[tuple[str, float]]) -> Iterator[tuple[str, float]]:
@@ -494,7 +510,10 @@ class Reader:
             return
         main = next((i for i, (d, _) in enumerate(kv) if d.upper() != "CPU"), 0)
         for i, (dev, value) in enumerate(kv):
-            yield ("kv_cache_usage" if i == main else f"{dev.lower()}_kv_cache_usage"), value
+            if i == main:
+                yield "kv_cache_usage", value
+            else:  # a third device has no metric name: "" makes it an unknown field
+                yield ("cpu_kv_cache_usage" if dev.upper() == "CPU" else ""), value
 
     def _kv_fetch(self, ln: Line, f: _Field, rank: str | None, ts: str | None) -> list[Sample]:
         # `KV fetch: %d waiting to start, %d in progress, %d completed waiting` (0.33)
@@ -536,7 +555,7 @@ class Reader:
                     self._cut(ln, "prefix cache line", f.label, f.value)
                 continue
             value = r.fraction
-            if value is not None and not math.isnan(value):
+            if value is not None and self._finite(value):
                 yield Sample(metric, value, ln.no, None, None, self._rank, ts)
 
     # ---------------------------------------------------------------- spec lines
@@ -590,12 +609,10 @@ class Reader:
         if self._idle:
             return
         for metric, value in read.items():
-            if math.isnan(value):
-                self.ctx.count("nan-value")
-                continue
-            yield Sample(metric, value, ln.no, None, None, rank, ts)
+            if self._finite(value):
+                yield Sample(metric, value, ln.no, None, None, rank, ts)
         for i, value in enumerate(positions):
-            if not math.isnan(value):
+            if self._finite(value):
                 yield Sample(f"position_acceptance_rate_{i}", value, ln.no, None, None, rank, ts)
 
     def _positions(self, ln: Line, f: _Field, end: int) -> tuple[list[float], bool]:
@@ -630,7 +647,7 @@ class Reader:
         resets: list[str] = []
         for name in _COUNTERS:
             value = read.pop(name, None)
-            if value is None or math.isnan(value):
+            if value is None or not math.isfinite(value):
                 continue
             key = (rank, name)
             prev = self._cumulative.get(key)
@@ -662,10 +679,8 @@ class Reader:
         if self._idle:
             return
         for metric, value in read.items():  # the rates, as printed
-            if math.isnan(value):
-                self.ctx.count("nan-value")
-                continue
-            yield Sample(metric, value, ln.no, None, None, rank, ts)
+            if self._finite(value):
+                yield Sample(metric, value, ln.no, None, None, rank, ts)
         for name, delta in deltas.items():
             yield Sample(name, delta, ln.no, None, None, rank, ts)
         steps = int(k) if k else self._k
@@ -824,9 +839,45 @@ def sniff(head: str, name: str) -> float:
     return 1.0 if strong else 0.8
 
 
+# The start of `vllm bench serve` output printed into the same log: its Namespace dump,
+# preamble or block title. Detection only sees the head, so a long server log may hold one.
+_BENCH_START = re.compile(
+    r"=\s*Serving Benchmark Result\s*=|Namespace\(.*\bdispatch_function="
+    r"|^\s*Starting initial single prompt test run"
+)
+
+
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
-    """Records of a vLLM server log, in line order."""
+    """Records of a vLLM server log, in line order.
+
+    From the first line of a benchmark run printed into the log on, lines go through the
+    vllm-bench-serve reader, which reads the block and hands every other line back to this
+    log's reader: the block's samples are kept, not dropped for being past the head.
+    """
     reader = Reader(ctx)
-    for ln in src.lines():
+    lines = src.lines()
+    for ln in lines:
+        text = ln.text
+        if ("Serving Benchmark" in text or "Namespace(" in text or "Starting initial" in text) and (
+            _BENCH_START.search(text)
+        ):
+            yield from _with_bench(reader, ln, lines, ctx)
+            return
         yield from reader.feed(ln)
     yield from reader.finish()
+
+
+def _with_bench(
+    reader: Reader, first: Line, rest: Iterator[Line], ctx: ParseContext
+) -> Iterator[Record]:
+    from . import vllm_bench_serve  # it imports this module: only import it when needed
+
+    bench = vllm_bench_serve.Reader(ctx, server=reader)
+    mine = format_id in ctx.embedded
+    for ln in itertools.chain([first], rest, [None]):
+        for rec in bench.feed(ln) if ln is not None else bench.finish():
+            if isinstance(rec, BlockStart):
+                ctx.embedded.add(vllm_bench_serve.format_id)
+            yield rec
+    if not mine:
+        ctx.embedded.discard(format_id)  # the block reader marks its embedded reader so

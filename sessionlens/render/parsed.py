@@ -131,15 +131,26 @@ def to_table(result: ParseResult) -> str:
     return "\n".join(out)
 
 
+def _run_summary(summary: dict[str, Any]) -> str:
+    tput = summary.get("throughput_tok_s")
+    tput_text = metrics.format_value("throughput_tok_s", tput) if tput is not None else "—"
+    text = (
+        f"{summary.get('runs', 0)} runs, {summary.get('output_tokens', 0)} tokens in "
+        f"{metrics.format_value('duration_s', summary.get('duration_s'))} = {tput_text}"
+    )
+    if summary.get("recomputed"):
+        text += " (recomputed: the printed overall is missing)"
+    return text
+
+
 def _summary_line(summary: dict[str, Any]) -> str:
     if "throughput_tok_s" in summary and "runs" in summary:
-        tput = summary.get("throughput_tok_s")
-        tput_text = metrics.format_value("throughput_tok_s", tput) if tput is not None else "—"
-        text = (
-            f"{summary['runs']} runs, {summary.get('output_tokens', 0)} tokens in "
-            f"{metrics.format_value('duration_s', summary.get('duration_s'))} = {tput_text}"
-        )
-        if summary.get("recomputed"):
-            text += " (recomputed: the printed overall is missing)"
-        return text
+        parts = summary.get("invocations")
+        if isinstance(parts, list) and len(parts) > 1:
+            lines = [f"{_run_summary({**summary, 'recomputed': False})} over "
+                     f"{len(parts)} invocations"]
+            lines += [f"            block {p.get('block')}: {_run_summary(p)}"
+                      for p in parts if isinstance(p, dict)]
+            return "\n".join(lines)
+        return _run_summary(summary)
     return ", ".join(f"{k}={_fmt_setting(v)}" for k, v in summary.items())

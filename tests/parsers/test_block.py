@@ -360,3 +360,114 @@ def test_cut_copies_only_yield_samples_of_the_whole_file(path: Path) -> None:
     for i in sorted(cuts)[:: max(1, len(cuts) // 600)]:
         got = _bag(parse_text(text[:i], path=path.name))
         assert not got - whole, f"cut at {i} ({text[max(0, i - 40) : i]!r}) yields {got - whole}"
+
+
+# ------------------------------------------------------------------ pastes and collectors
+
+PASTED = [
+    "============ Serving Benchmark Result ============",
+    R("Backend:", "sglang"),
+    R("Successful requests:", 100),
+    R("Benchmark duration (s):", "10.00"),
+    "---------------Time to First Token----------------",
+    R("Mean TTFT (ms):", "55.10"),
+    "=" * 50,
+]
+
+
+@pytest.mark.parametrize(
+    ("line", "bare"),
+    [
+        ("bench.log:12:Mean TTFT (ms):   5", "Mean TTFT (ms):   5"),  # grep -n
+        ("bench.log-13-----Time to First Token----", "----Time to First Token----"),  # context
+        ("/var/log/run1/c16.log:Backend:  sglang", "Backend:  sglang"),
+        ("2025-06-10T12:00:00.123456789Z Backend:  sglang", "Backend:  sglang"),  # docker -t
+        ("bench-1  | Backend:  sglang", "Backend:  sglang"),  # compose
+        ("[1,0]<stdout>:Backend:  sglang", "Backend:  sglang"),  # mpirun
+        ("(APIServer pid=7) INFO 05-12 x", "INFO 05-12 x"),
+        ("- Backend:  sglang", "Backend:  sglang"),  # Markdown bullet
+        (
+            "100%|██████████| 9/9 [00:01<00:00,  6.48it/s]Successful requests:  9",
+            "Successful requests:  9",
+        ),
+        # never prefixes: an address, a percentile, a section rule, a negative number
+        ("127.0.0.1:40052 - x", "127.0.0.1:40052 - x"),
+        ("P99.9 TTFT (ms):   5", "P99.9 TTFT (ms):   5"),
+        ("---- x ----", "---- x ----"),
+        ("-1.5", "-1.5"),
+        (
+            "100%|██████████| 9/9 [00:01<00:00,  6.48it/s]",
+            "100%|██████████| 9/9 [00:01<00:00,  6.48it/s]",
+        ),
+    ],
+)
+def test_strip_outer(line: str, bare: str) -> None:
+    assert _block.strip_outer(line) == bare
+
+
+@pytest.mark.parametrize("prefix", ["bench.log:", "bench.log-40-", "svc-1  | ", "[1,0]<stdout>:"])
+def test_prefixed_blocks_are_detected_and_read(prefix: str) -> None:
+    r = parse_text("".join(prefix + line + "\n" for line in PASTED), path="p.log")
+    assert r.sources[0].format == "sglang-bench-serving"
+    assert samples(r) == [
+        (0, "successful_requests", 100.0),
+        (0, "benchmark_duration_s", 10.0),
+        (0, "ttft_ms_mean", 55.1),
+    ]
+    assert r.sources[0].blocks[0].settings["backend"] == "sglang"
+
+
+def test_grep_prefixed_jsonl_is_detected() -> None:
+    rec = '{"backend": "sglang", "random_range_ratio": 1.0, "completed": 5, "request_throughput": 1.5}'
+    r = parse_text(f"out.jsonl:{rec}\nout.jsonl:{rec}\n", path="g.log")
+    assert r.sources[0].format == "sglang-bench-serving"
+    assert [m for m in r.columns.metric] == ["successful_requests", "request_throughput_req_s"] * 2
+
+
+def test_prose_naming_rows_is_no_benchmark() -> None:
+    prose = "We compare Mean TTFT (ms): lower is better.\nRequest throughput (req/s): higher.\n"
+    assert parse_text(prose, path="notes.txt").sources[0].format is None
+
+
+@pytest.mark.parametrize("tail", ["Mean TT", "-----Time to Fi"])
+def test_a_file_ending_in_a_partial_row_says_the_block_is_cut(tail: str) -> None:
+    text = "\n".join(PASTED[:4]) + "\n" + tail
+    r = parse_text(text, format="sglang-bench-serving")
+    assert [d.code for d in r.diagnostics] == ["truncated-output"]
+
+
+def test_a_shell_prompt_after_a_footerless_block_is_no_cut() -> None:
+    text = "\n".join(PASTED[:4]) + "\nuser@host:~/bench$ "
+    r = parse_text(text, format="sglang-bench-serving")
+    assert [d.code for d in r.diagnostics] == []
+
+
+def test_a_warning_between_rows_does_not_split_the_block() -> None:
+    warn = "/usr/lib/python3/dist-packages/sglang/bench_serving.py:9: UserWarning: 1 request failed"
+    lines = [*PASTED[:3], warn, "  warnings.warn(", *PASTED[3:]]
+    r = parse_text("\n".join(lines) + "\n", format="sglang-bench-serving")
+    assert len(r.sources[0].blocks) == 1
+    assert [m for _, m, _ in samples(r)] == [
+        "successful_requests",
+        "benchmark_duration_s",
+        "ttft_ms_mean",
+    ]
+    assert r.diagnostics == []
+
+
+@pytest.mark.parametrize("label", ["TFT SLO attainment (%)", "Queue SLO attainment (%)"])
+def test_rows_never_invent_unregistered_metric_names(label: str) -> None:
+    assert lookup(label, "goodput" if "SLO" in label else None) is None
+    assert _block._json_metric("p42_ttfx_ms") is None
+
+
+@pytest.mark.parametrize(
+    ("label", "metric"),
+    [("P42 TTFT (ms)", "ttft_ms_p42"), ("P80 ITL (ms)", "itl_ms_p80"),
+     ("P99.5 E2EL (ms)", "e2e_latency_ms_p995")],
+)
+def test_custom_percentiles_are_a_registered_family(label: str, metric: str) -> None:
+    # `--metric-percentiles` prints any P<p> row; the registry knows the whole family
+    found = lookup(label, None)
+    assert found is not None
+    assert metric in str(found)

@@ -59,3 +59,15 @@ def test_a_title_with_no_rows_at_the_end_is_reported() -> None:
         "the file ends after it [truncated-output]",
         "x.log: warning: recognised as sglang-bench-offline but no sample was read [no-samples]",
     ]
+
+
+def test_a_titleless_paste_is_told_by_its_engine_backend() -> None:
+    # 0.3.6 has no `Last generation throughput` row; `engine` is no serving client's backend
+    rows = [
+        ("Backend:", "engine"),
+        ("Successful requests:", "1000"),
+        ("Request throughput (req/s):", "11.92"),
+    ]
+    r = parse_text("".join(f"{k:<40} {v:<10}\n" for k, v in rows), path="t.txt")
+    assert r.sources[0].format == "sglang-bench-offline"
+    assert list(r.columns.metric) == ["successful_requests", "request_throughput_req_s"]

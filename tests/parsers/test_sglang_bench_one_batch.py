@@ -219,6 +219,63 @@ def test_unknown_table_column_is_reported() -> None:
     assert codes(text) == ["1:unknown-field"]
 
 
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        "run.log:",
+        "run.log-",
+        "2025-07-02T09:14:40.123456789Z ",
+        "bench-1  | ",
+        "[1,0]<stdout>:",
+        "- ",
+    ],
+)
+def test_prefixed_output_keeps_the_warmup_out(prefix: str) -> None:
+    # the warm-up markers must be seen behind the prefix, or the warm-up becomes a case
+    text = "".join(
+        prefix + x + "\n"
+        for x in ("Warmup ...\n" + WARM + "Benchmark ...\n" + RUN).split("\n")[:-1]
+    )
+    got = samples(text)
+    assert {v for *_, v in got}.isdisjoint({0.09999, 1111.11})
+    assert [m for _, _, m, _ in got] == [m for _, _, m, _ in samples(RUN)]
+    assert parse_text(text).sources[0].format == FORMAT
+
+
+@pytest.mark.parametrize("prefix", ["sweep.log:", "bench-1  | ", "[1,0]<stdout>:"])
+def test_prefixed_server_cases_are_detected_and_read(prefix: str) -> None:
+    text = "".join(prefix + x + "\n" for x in MID_CASE.format(bs=1).split("\n")[:-1])
+    r = parse_text(text)
+    assert r.sources[0].format == FORMAT
+    assert len(r.columns) == 5
+    assert [b.settings for b in r.sources[0].blocks] == [
+        {"batch_size": 1, "input_len": 1024, "output_len": 128}
+    ]
+
+
+def test_table_cell_before_the_cut_is_complete_when_a_space_follows_it() -> None:
+    row = TABLE.split("\n")[2]
+    cut = row[: row.index("126.73") + len("126.73 ")]  # `| 126.73 ` then the file ends
+    r = parse(TABLE.split("\n")[0] + "\n" + TABLE.split("\n")[1] + "\n" + cut)
+    got = dict(zip(r.columns.metric, r.columns.value, strict=True))
+    assert got["output_throughput_tok_s"] == 126.73
+    assert [str(d) for d in r.diagnostics] == [
+        "<text>:3: warning: the table row is cut after 5 of 10 columns; the columns after the "
+        "cut are not read [truncated-output]"
+    ]
+    r = parse(TABLE.split("\n")[0] + "\n" + TABLE.split("\n")[1] + "\n" + cut.rstrip())
+    assert "output_throughput_tok_s" not in r.columns.metric  # `126.73` may have been longer
+
+
+def test_non_finite_values_are_no_samples_and_odd_digits_never_raise() -> None:
+    text = "python -m sglang.bench_one_batch --batch-size 1\u00b9 8\n" + RUN.replace(
+        "15005.86", "inf"
+    )
+    got = samples(text)
+    assert "prefill_throughput_tok_s" not in {m for _, _, m, _ in got}
+    assert codes(text) == ["2:non-finite-value"]
+
+
 # ------------------------------------------------------------------ embedding
 
 

@@ -157,3 +157,26 @@ def test_every_sample_is_a_registered_metric_with_a_sane_value(name: str) -> Non
         assert metrics.is_known(m), m
         assert math.isfinite(v)
         assert v >= 0
+
+
+def test_phase_lines_after_a_block_are_a_phase_block_with_the_next_number() -> None:
+    block = "\n".join(
+        [
+            "============ Serving Benchmark Result ============",
+            f"{'Backend:':<40} {'sglang':<10}",
+            f"{'Successful requests:':<40} {100:<10}",
+            "=" * 50,
+            "Target verify:     29.47 ms/cyc  ( 97.0%)",
+            "Draft:              0.91 ms/cyc  (  3.0%)",
+        ]
+    )
+    r = parse_text(block + "\n", path="b.log")
+    src = r.sources[0]
+    assert [(b.block, b.format) for b in src.blocks] == [
+        (0, "sglang-bench-serving"),
+        (1, "phase-timing"),
+    ]
+    assert src.embedded_formats == ["phase-timing"]
+    got = {(b, m) for b, m in zip(r.columns.block, r.columns.metric, strict=True)}
+    assert (1, "cycle_ms") in got
+    assert (0, "successful_requests") in got

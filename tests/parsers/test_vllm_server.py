@@ -444,4 +444,54 @@ def test_nan_rates_are_no_samples() -> None:
     result = parse_text(ENGINE + "\n" + line, format="vllm-server")
     got = [m for m, ln in zip(result.columns.metric, result.columns.line, strict=True) if ln == 2]
     assert got == ["accepted_tokens", "drafted_tokens"]
-    assert result.sources[0].record_counts["nan-value"] == 2
+    # the two rates and the two per-position rates: none is dropped without being counted
+    assert result.sources[0].record_counts["nan-value"] == 4
+
+
+def test_infinite_values_are_counted_not_samples() -> None:
+    text = ENGINE.replace("2.4 tokens/s", "inf tokens/s") + "\n"
+    result = parse_text(text, format="vllm-server")
+    assert "prompt_throughput_tok_s" not in result.columns.metric
+    assert "gen_throughput_tok_s" in result.columns.metric
+    assert result.sources[0].record_counts["inf-value"] == 1
+
+
+def test_a_third_kv_device_is_an_unknown_field_not_a_new_metric() -> None:
+    v0 = (
+        "INFO 10-21 14:02:01 metrics.py:349] Avg prompt throughput: 512.0 tokens/s, Avg "
+        "generation throughput: 96.3 tokens/s, Running: 8 reqs, Swapped: 0 reqs, Pending: 0 "
+        "reqs, GPU KV cache usage: 4.1%, C\x01PU KV cache usage: 0.0%.\n"
+    )
+    got = {m for _, _, m, _ in _samples(v0)}
+    assert "kv_cache_usage" in got
+    assert all(metrics.is_known(m) for m in got)
+    assert diags(v0) == ["1:unknown-field"]
+
+
+def test_a_benchmark_block_past_the_sniffed_head_is_still_read() -> None:
+    # `vllm serve` and `vllm bench serve` in one log: detection sees only the first 64 KB,
+    # all server lines, so this parser must hand the block to the bench-serve reader.
+    access = '(APIServer pid=1) INFO:     127.0.0.1:40000 - "POST /v1/completions HTTP/1.1" 200 OK'
+    lines = [access] * 900 + [ENGINE]
+    lines += [
+        "Namespace(subparser='bench', dispatch_function=<function f at 0x7f>, max_concurrency=8)",
+        "============ Serving Benchmark Result ============",
+        f"{'Successful requests:':<40} {200:<10}",
+        f"{'Output token throughput (tok/s):':<40} {829.82:<10}",
+        "=" * 50,
+        ENGINE.replace("31.7", "12.5"),
+    ]
+    r = parse_text("\n".join(lines) + "\n", path="serve.log")
+    src = r.sources[0]
+    assert src.format == "vllm-server"
+    assert src.embedded_formats == ["vllm-bench-serve"]
+    got = [
+        (b, m, v)
+        for b, m, v in zip(r.columns.block, r.columns.metric, r.columns.value, strict=True)
+    ]
+    assert (0, "successful_requests", 200.0) in got
+    assert (0, "output_throughput_tok_s", 829.82) in got
+    assert [v for b, m, v in got if m == "gen_throughput_tok_s"] == [31.7, 12.5]  # both sides
+    assert src.blocks[0].format == "vllm-bench-serve"
+    assert src.blocks[0].settings["max_concurrency"] == 8
+    assert r.diagnostics == []

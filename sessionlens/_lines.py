@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -21,6 +23,7 @@ from typing import BinaryIO
 from . import diagnostics as dg
 
 CHUNK = 1 << 20
+_THREAD_MIN = 256 << 10  # smaller pieces are hashed inline (a thread would cost more)
 HEAD_BYTES = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -33,7 +36,11 @@ _QUOTE = re.compile(r"^(?:\s{0,3}>\s?)+")
 
 @dataclass(frozen=True, slots=True)
 class Line:
-    """One line: its 1-based number, its cleaned text, and whether it is a cut last line."""
+    """One line: its 1-based number, its cleaned text, and whether it is cut.
+
+    `cut`: a last line without `\\n`, or a line whose text ends in NUL bytes (a write that
+    stopped there: the text before them may end mid-field).
+    """
 
     no: int
     text: str
@@ -62,6 +69,30 @@ def clean(text: str) -> str:
     return text
 
 
+class Chunk:
+    """Raw bytes of whole lines (each ends in `\\n`), not yet decoded nor cleaned.
+
+    For readers that scan many lines at once; `SourceText.chunk_lines` turns one into `Line`s.
+    """
+
+    __slots__ = ("_n", "data", "first")
+
+    def __init__(self, first: int, data: bytes, n_lines: int | None = None) -> None:
+        self.first = first  # number of the chunk's first line
+        self.data = data
+        self._n = n_lines
+
+    @property
+    def n_lines(self) -> int:
+        if self._n is None:
+            self._n = self.data.count(b"\n")
+        return self._n
+
+    def known_lines(self, n: int) -> None:
+        """The line count, from a reader that split the chunk exactly (saves a count)."""
+        self._n = n
+
+
 @dataclass
 class SourceText:
     """A source's lines, read lazily; byte facts are known once the lines have been read."""
@@ -76,43 +107,106 @@ class SourceText:
     n_bytes: int = 0
     sha256: str = ""
     ends_with_newline: bool = True
+    # Called with the number of raw bytes of each piece read (a progress bar's feed).
+    progress: Callable[[int], None] | None = None
+    read_size: int = CHUNK
+    _bad_lines: list[int] = field(default_factory=list)
+    _nul_lines: list[int] = field(default_factory=list)
 
     def lines(self) -> Iterator[Line]:
         """Numbered cleaned lines, in order; may be iterated once for a file."""
+        for piece in self.chunks():
+            if isinstance(piece, Line):
+                yield piece
+            else:
+                yield from self.chunk_lines(piece)
+
+    def chunks(self, size: int = CHUNK) -> Iterator[Chunk | Line]:
+        """Whole lines as raw `Chunk`s of about `size` bytes, then the cut last line (a
+        `Line`), if any; `lines()` and `chunks()` share the one pass over the source."""
         if self._text is not None:
             data = self._text.encode("utf-8", "surrogatepass")
             self.sha256 = hashlib.sha256(data).hexdigest()
             self.n_bytes = len(data)
-            yield from self._split(iter([data]), hashed=True)
+            pieces: Iterator[bytes] = iter([data])
         elif self._chunks is not None:
-            chunks, self._chunks = self._chunks, None
-            yield from self._split(chunks, hashed=True)
-
-    def _split(self, chunks: Iterator[bytes], hashed: bool) -> Iterator[Line]:
+            pieces, self._chunks = self._chunks, None
+            self.read_size = max(size, 1)
+        else:
+            return
+        self._bad_lines = []
+        self._nul_lines = []
         no = 0
-        rest = b""
-        bad_lines: list[int] = []
-        for chunk in chunks:
-            if not chunk:
+        buf: list[bytes] = []
+        buf_len = 0
+        for piece in pieces:
+            if not piece:
                 continue
-            data = rest + chunk
+            long_line = buf_len >= size and b"\n" not in piece
+            buf.append(piece)
+            buf_len += len(piece)
+            if buf_len < size or long_line:
+                continue  # a line longer than `size` is joined once, at its end: not quadratic
+            data = buf[0] if len(buf) == 1 else b"".join(buf)
+            buf, buf_len = [], 0
             cut_at = data.rfind(b"\n")
             if cut_at < 0:
-                rest = data
+                buf, buf_len = [data], len(data)
                 continue
-            body, rest = data[: cut_at + 1], data[cut_at + 1 :]
-            text = _decode(body, no, bad_lines)
-            parts = text.split("\n")
-            parts.pop()  # empty text after the final "\n"
-            for part in parts:
-                no += 1
-                yield Line(no, clean(part))
-        if rest:
+            if cut_at < len(data) - 1:
+                rest = data[cut_at + 1 :]
+                data = data[: cut_at + 1]
+                buf, buf_len = [rest], len(rest)
+            chunk = Chunk(no + 1, data)
+            yield chunk
+            no += chunk.n_lines
+        data = b"".join(buf)
+        cut_at = data.rfind(b"\n")
+        if cut_at >= 0:
+            chunk = Chunk(no + 1, data[: cut_at + 1])
+            yield chunk
+            no += chunk.n_lines
+            data = data[cut_at + 1 :]
+        if data:
             no += 1
-            text = _decode(rest, no - 1, bad_lines)
+            text = _decode(data, no - 1, self._bad_lines)
             self.ends_with_newline = False
-            yield Line(no, clean(text), cut=True)
+            yield _nul_line(no, text, True, self._nul_lines)
         self.n_lines = no
+        self._finish(no)
+
+    def chunk_lines(self, chunk: Chunk) -> list[Line]:
+        """The cleaned lines of a chunk (bytes that are not UTF-8 replaced, and noted)."""
+        text = _decode(chunk.data, chunk.first - 1, self._bad_lines)
+        parts = text.split("\n")
+        parts.pop()  # empty text after the final "\n"
+        first = chunk.first
+        if "\x00" in text:  # rare: checked once per chunk, not per line
+            nul = self._nul_lines
+            return [_nul_line(first + i, part, False, nul) for i, part in enumerate(parts)]
+        return [Line(first + i, clean(part)) for i, part in enumerate(parts)]
+
+    def note_bad_lines(self, first_line_before: int, data: bytes) -> str:
+        """Decode whole lines as `chunk_lines` does (for readers that decode chunks
+        themselves); lines that are not UTF-8 are noted for the `non-utf8` diagnostic."""
+        return _decode(data, first_line_before, self._bad_lines)
+
+    def _finish(self, no: int) -> None:
+        nul_lines = self._nul_lines
+        if nul_lines:
+            shown = ", ".join(str(n) for n in nul_lines[:5])
+            more = f" and {len(nul_lines) - 5} more" if len(nul_lines) > 5 else ""
+            self.notes.append(
+                dg.make(
+                    "truncated-output",
+                    self.path,
+                    nul_lines[0],
+                    f"NUL bytes on line(s) {shown}{more} (a write stopped there, or the log was "
+                    "rotated by copy-and-truncate): text before a NUL run was dropped, and a "
+                    "line ending in NULs was read as cut",
+                )
+            )
+        bad_lines = self._bad_lines
         if bad_lines:
             shown = ", ".join(str(n) for n in bad_lines[:5])
             more = f" and {len(bad_lines) - 5} more" if len(bad_lines) > 5 else ""
@@ -126,6 +220,24 @@ class SourceText:
             )
         if self.n_bytes == 0 and no == 0:
             self.notes.append(dg.make("empty-file", self.path, None, "the file is empty"))
+
+
+def _nul_line(no: int, raw: str, cut: bool, nul_lines: list[int]) -> Line:
+    """A line that may hold NUL bytes, which are never text.
+
+    A crashed writer leaves NULs past its last write, and a log rotated by copy-and-truncate
+    starts with them: text after the last NUL run is a fresh start (like a `\\r` rewrite),
+    and NULs that end a line mean it was cut there (so its last field is not guessed).
+    """
+    if "\x00" not in raw:
+        return Line(no, clean(raw), cut)
+    nul_lines.append(no)
+    text = raw[:-1] if raw.endswith("\r") else raw
+    ends_in_nul = text.endswith("\x00")
+    text = text.rstrip("\x00")
+    if "\x00" in text:
+        text = text.rsplit("\x00", 1)[1]
+    return Line(no, clean(text), cut or ends_in_nul)
 
 
 def _decode(body: bytes, first_line_before: int, bad_lines: list[int]) -> str:
@@ -143,13 +255,55 @@ def _decode(body: bytes, first_line_before: int, bad_lines: list[int]) -> str:
     return "\n".join(out)
 
 
-def _raw_chunks(fh: BinaryIO, hasher: hashlib._Hash, src: SourceText) -> Iterator[bytes]:
-    with fh:
-        while chunk := fh.read(CHUNK):
-            hasher.update(chunk)
-            src.n_bytes += len(chunk)
-            yield chunk
-    src.sha256 = hasher.hexdigest()
+class _Hasher:
+    """sha256 of the raw bytes, fed in order; large pieces are hashed on a worker thread
+    (hashlib lets go of the GIL), so hashing overlaps with parsing on another core."""
+
+    def __init__(self) -> None:
+        self._h = hashlib.sha256()
+        self._pool: ThreadPoolExecutor | None = None
+        self._last: Future[None] | None = None
+
+    def update(self, data: bytes) -> None:
+        if len(data) < _THREAD_MIN:
+            self._wait()
+            self._h.update(data)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="sessionlens-sha256")
+        self._wait()  # one piece in flight: memory stays bounded and order is kept
+        self._last = self._pool.submit(self._h.update, data)
+
+    def _wait(self) -> None:
+        if self._last is not None:
+            self._last.result()
+            self._last = None
+
+    def hexdigest(self) -> str:
+        self.close()
+        return self._h.hexdigest()
+
+    def close(self) -> None:
+        try:
+            self._wait()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
+                self._pool = None
+
+
+def _raw_chunks(fh: BinaryIO, hasher: _Hasher, src: SourceText) -> Iterator[bytes]:
+    try:
+        with fh:
+            while chunk := fh.read(src.read_size):
+                hasher.update(chunk)
+                src.n_bytes += len(chunk)
+                if src.progress is not None:
+                    src.progress(len(chunk))
+                yield chunk
+        src.sha256 = hasher.hexdigest()
+    finally:
+        hasher.close()
 
 
 def _gunzip_chunks(raw: Iterator[bytes]) -> Iterator[bytes]:
@@ -171,23 +325,36 @@ def read(path: Path, display: str | None = None) -> SourceText:
 
     Raises OSError when the file cannot be opened; callers turn that into `unreadable-file`.
     """
-    fh = path.open("rb")
-    magic = fh.read(2)
-    fh.seek(0)
-    is_gzip = magic == GZIP_MAGIC
-    head_bytes = b""
-    if is_gzip:
-        try:
-            with gzip.open(path, "rb") as gz:
-                head_bytes = gz.read(HEAD_BYTES)
-        except (OSError, EOFError, zlib.error):
-            head_bytes = b""
-    else:
-        head_bytes = fh.read(HEAD_BYTES)
+    fh: BinaryIO = path.open("rb")
+    try:
+        if not fh.seekable():
+            # a pipe (`parse <(zcat run.log.gz)`) cannot be read twice: hold it whole
+            with fh:
+                fh = io.BytesIO(fh.read())
+        magic = fh.read(2)
         fh.seek(0)
+        is_gzip = magic == GZIP_MAGIC
+        head_bytes = b""
+        if is_gzip:
+            try:
+                with gzip.GzipFile(fileobj=fh, mode="rb") as gz:
+                    head_bytes = gz.read(HEAD_BYTES)
+            except (OSError, EOFError, zlib.error):
+                head_bytes = b""
+        else:
+            head_bytes = fh.read(HEAD_BYTES)
+            if head_bytes[:1] == b"\x00":
+                # copy-and-truncate rotation leaves a NUL run first: sniff what follows it
+                rest = head_bytes.lstrip(b"\x00")
+                while not rest and (more := fh.read(CHUNK)):
+                    rest = more.lstrip(b"\x00")
+                head_bytes = (rest + fh.read(HEAD_BYTES))[:HEAD_BYTES]
+        fh.seek(0)
+    except BaseException:
+        fh.close()
+        raise
     src = SourceText(path=display or str(path), name=path.name, head=_head(head_bytes))
-    hasher = hashlib.sha256()
-    raw = _raw_chunks(fh, hasher, src)
+    raw = _raw_chunks(fh, _Hasher(), src)
     src._chunks = _safe_gunzip(raw, src) if is_gzip else raw
     return src
 
@@ -213,4 +380,6 @@ def from_text(text: str, path: str = "<text>") -> SourceText:
 
 def _head(data: bytes) -> str:
     text = data.decode("utf-8", "replace")
+    if "\x00" in text:
+        return "\n".join(_nul_line(0, part, False, []).text for part in text.split("\n"))
     return "\n".join(clean(part) for part in text.split("\n"))

@@ -8,7 +8,9 @@ day-long server log yields millions of them, and validation would cost more than
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -106,65 +108,243 @@ SAMPLE_COLUMNS: tuple[str, ...] = (
 )
 
 
-class SampleColumns:
-    """Tidy rows gathered column by column; turned into a polars frame only when asked."""
+class SampleBatch:
+    """Samples of many lines at once (a parser's fast path), as a polars frame with the
+    columns `line`, `block`, `run`, `rank`, `ts`, `metric` and `value`."""
 
-    __slots__ = ("block", "config", "line", "metric", "rank", "run", "source", "ts", "value")
+    __slots__ = ("frame",)
 
-    def __init__(self) -> None:
-        self.config: list[str] = []
-        self.source: list[str] = []
-        self.line: list[int] = []
-        self.block: list[int | None] = []
-        self.run: list[int | None] = []
-        self.rank: list[str | None] = []
-        self.ts: list[str | None] = []
-        self.metric: list[str] = []
-        self.value: list[float] = []
+    def __init__(self, frame: pl.DataFrame) -> None:
+        self.frame = frame
 
     def __len__(self) -> int:
-        return len(self.value)
+        return self.frame.height
+
+    def samples(self) -> Iterator[Sample]:
+        """The rows as `Sample`s, in order (for a consumer that takes no batches)."""
+        cols = self.frame.select("line", "block", "run", "rank", "ts", "metric", "value")
+        for line, block, run, rank, ts, metric, value in cols.iter_rows():
+            yield Sample(metric, value, line, block, run, rank, ts)
+
+
+# Rows added one by one are kept as Python lists up to this many, then packed into a
+# columnar part: a Python row costs ~140 bytes, a packed one ~40.
+_PACK_ROWS = 1 << 16
+_STRING_COLUMNS = ("config", "source", "rank", "ts", "metric")
+
+
+class SampleColumns:
+    """Tidy rows gathered column by column; turned into a polars frame only when asked.
+
+    Rows come one at a time (`add`) or as whole batches (`add_batch`). Big tables are held
+    as packed polars parts (strings as categoricals), so memory stays near 40 bytes a row;
+    a small table stays plain Python lists and never imports polars.
+    """
+
+    __slots__ = (
+        "_block",
+        "_config",
+        "_line",
+        "_metric",
+        "_parts",
+        "_rank",
+        "_run",
+        "_source",
+        "_ts",
+        "_value",
+    )
+
+    def __init__(self) -> None:
+        self._parts: list[pl.DataFrame] = []
+        self._config: list[str] = []
+        self._source: list[str] = []
+        self._line: list[int] = []
+        self._block: list[int | None] = []
+        self._run: list[int | None] = []
+        self._rank: list[str | None] = []
+        self._ts: list[str | None] = []
+        self._metric: list[str] = []
+        self._value: list[float] = []
+
+    def __len__(self) -> int:
+        return len(self._value) + sum(p.height for p in self._parts)
 
     def add(self, config: str, source: str, s: Sample) -> None:
         """Append one sample of a source."""
-        self.config.append(config)
-        self.source.append(source)
-        self.line.append(s.line)
-        self.block.append(s.block)
-        self.run.append(s.run)
-        self.rank.append(s.rank)
-        self.ts.append(s.ts)
-        self.metric.append(s.metric)
-        self.value.append(float(s.value))
+        self._config.append(config)
+        self._source.append(source)
+        self._line.append(s.line)
+        self._block.append(s.block)
+        self._run.append(s.run)
+        self._rank.append(s.rank)
+        self._ts.append(s.ts)
+        self._metric.append(s.metric)
+        self._value.append(float(s.value))
+        if len(self._value) >= _PACK_ROWS:
+            self._pack()
+
+    def add_batch(self, config: str, source: str, batch: SampleBatch) -> None:
+        """Append a batch of samples of a source (after the rows added so far)."""
+        import polars as pl
+
+        self._pack()
+        f = batch.frame
+        if f.height == 0:
+            return
+        cols = [
+            pl.lit(config, pl.String).cast(pl.Categorical).alias("config"),
+            pl.lit(source, pl.String).cast(pl.Categorical).alias("source"),
+            pl.col("line").cast(pl.Int64),
+        ]
+        for name in ("block", "run"):  # all None (most batches): left out, filled when read
+            if name in f.columns and f[name].null_count() < f.height:
+                cols.append(pl.col(name).cast(pl.Int64))
+        cols += [
+            pl.col("rank").cast(pl.String).cast(pl.Categorical),
+            pl.col("ts").cast(pl.String).cast(pl.Categorical),
+            pl.col("metric").cast(pl.String).cast(pl.Categorical),
+            pl.col("value").cast(pl.Float64),
+        ]
+        self._parts.append(f.select(cols))
 
     def extend(self, other: SampleColumns) -> None:
         """Append every row of another table."""
+        if other._parts:
+            self._pack()
+            self._parts.extend(other._parts)
         for name in SAMPLE_COLUMNS:
-            getattr(self, name).extend(getattr(other, name))
+            getattr(self, "_" + name).extend(getattr(other, "_" + name))
+
+    def _pack(self) -> None:
+        """Move the rows held as Python lists into a packed part."""
+        if not self._value:
+            return
+        import polars as pl
+
+        part = pl.DataFrame(
+            {name: getattr(self, "_" + name) for name in SAMPLE_COLUMNS}, schema=_schema()
+        )
+        self._parts.append(
+            part.with_columns(pl.col(c).cast(pl.Categorical) for c in _STRING_COLUMNS)
+        )
+        for name in SAMPLE_COLUMNS:
+            getattr(self, "_" + name).clear()
+
+    # ------------------------------------------------------------------ reading
+
+    def _column(self, name: str) -> list[Any]:
+        held: list[Any] = getattr(self, "_" + name)
+        if not self._parts:
+            return held
+        return self.frame()[name].to_list()
+
+    @property
+    def config(self) -> list[str]:
+        return self._column("config")
+
+    @property
+    def source(self) -> list[str]:
+        return self._column("source")
+
+    @property
+    def line(self) -> list[int]:
+        return self._column("line")
+
+    @property
+    def block(self) -> list[int | None]:
+        return self._column("block")
+
+    @property
+    def run(self) -> list[int | None]:
+        return self._column("run")
+
+    @property
+    def rank(self) -> list[str | None]:
+        return self._column("rank")
+
+    @property
+    def ts(self) -> list[str | None]:
+        return self._column("ts")
+
+    @property
+    def metric(self) -> list[str]:
+        return self._column("metric")
+
+    @property
+    def value(self) -> list[float]:
+        return self._column("value")
+
+    def metric_names(self) -> set[str]:
+        """The metrics present (without building the table)."""
+        names = set(self._metric)
+        for part in self._parts:
+            names.update(part["metric"].cast(pl_string()).unique().to_list())
+        return names
 
     def rows(self) -> list[dict[str, Any]]:
         """The rows as dicts in column order (for JSON)."""
-        cols = [getattr(self, name) for name in SAMPLE_COLUMNS]
+        cols = [self._column(name) for name in SAMPLE_COLUMNS]
         return [dict(zip(SAMPLE_COLUMNS, row, strict=True)) for row in zip(*cols, strict=True)]
+
+    def lazy(self, *, categorical: bool = False) -> pl.LazyFrame:
+        """The tidy table as a lazy frame (strings as categoricals if asked): for streaming
+        it to a file, or for grouping without building string columns."""
+        import polars as pl
+
+        parts = [p.lazy() for p in self._parts]
+        if self._value or not parts:
+            held = pl.DataFrame(
+                {name: getattr(self, "_" + name) for name in SAMPLE_COLUMNS}, schema=_schema()
+            )
+            if categorical:
+                held = held.with_columns(pl.col(c).cast(pl.Categorical) for c in _STRING_COLUMNS)
+            parts.append(held.lazy())
+        schema = _schema()
+        text = pl.Categorical if categorical else pl.String
+        exprs = [
+            pl.col(name).cast(text if name in _STRING_COLUMNS else schema[name])
+            for name in SAMPLE_COLUMNS
+        ]
+        filled = []
+        for lf in parts:
+            have = lf.collect_schema().names()
+            filled.append(
+                lf.select(
+                    e if name in have else pl.lit(None, schema[name]).alias(name)
+                    for name, e in zip(SAMPLE_COLUMNS, exprs, strict=True)
+                )
+            )
+        return filled[0] if len(filled) == 1 else pl.concat(filled, how="vertical")
 
     def frame(self) -> pl.DataFrame:
         """The tidy table of DESIGN §3 as a polars DataFrame."""
-        import polars as pl
+        return self.lazy().collect()
 
-        return pl.DataFrame(
-            {name: getattr(self, name) for name in SAMPLE_COLUMNS},
-            schema={
-                "config": pl.String,
-                "source": pl.String,
-                "line": pl.Int64,
-                "block": pl.Int64,
-                "run": pl.Int64,
-                "rank": pl.String,
-                "ts": pl.String,
-                "metric": pl.String,
-                "value": pl.Float64,
-            },
-        )
+    def write_parquet(self, path: str | Path) -> None:
+        """Write the tidy table as Parquet, streamed part by part (never whole in memory)."""
+        self.lazy().sink_parquet(path)
+
+
+def pl_string() -> Any:
+    import polars as pl
+
+    return pl.String
+
+
+def _schema() -> dict[str, Any]:
+    import polars as pl
+
+    return {
+        "config": pl.String,
+        "source": pl.String,
+        "line": pl.Int64,
+        "block": pl.Int64,
+        "run": pl.Int64,
+        "rank": pl.String,
+        "ts": pl.String,
+        "metric": pl.String,
+        "value": pl.Float64,
+    }
 
 
 class ParseResult:

@@ -21,6 +21,7 @@ priority = 15
 
 _SNIFF = re.compile(r":\s*[-+]?\d[\d.]*\s*ms/cyc\b")
 _STAGE_SNIFF = "SpecDecodeWorker stage times"
+STAGE_SNIFF = _STAGE_SNIFF  # for readers that pick lines for `Reader.feed` themselves
 
 # `NAME: 29.47 ms/cyc`: the name stands between the colon before the value and the colon
 # (or start) before it; see `_clean_name` for the prefixes taken off. Found with rfind, not
@@ -134,6 +135,11 @@ class Reader:
         self._names: set[str] = set()  # phase names seen in the file (for cut lines)
         self._prev: list[str] = []  # phase slugs of the last closed block, in order
         self.last_was_phase = False  # whether the last fed line was read as a phase line
+
+    @property
+    def idle(self) -> bool:
+        """No block is open: a line without `ms/cyc` or stage times changes nothing."""
+        return self._block is None
 
     def wants(self, text: str) -> bool:
         """Whether `feed` must see this line (cheap; False for most lines of a server log)."""

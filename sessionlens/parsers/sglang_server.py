@@ -7,14 +7,21 @@ other parsers embed; `parse` only drives it. It must not group across sources or
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from .._lines import Line, SourceText
+from .._lines import Chunk, Line, SourceText, clean
 from .._literal import parse_server_args
-from ..model import Record, Sample, Setting
+from ..model import Record, Sample, SampleBatch, Setting
 from . import phase_timing
 from .base import ParseContext, read_number
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import polars as pl
 
 format_id = "sglang-server"
 priority = 20
@@ -440,19 +447,8 @@ class Reader:
         """
         if rank is None or ts is None or "TP" not in nums:
             return records  # no TP tag or no time: nothing to tell duplicates by
-        if "DP" in nums:
-            group = f"DP{nums['DP']}"
-        elif self.dp_attention:
-            group = f"TP{nums['TP']}"  # DP attention without DPn tags: each TP is a group
-        else:
-            group = ""
-        key = (
-            nums.get("TP", 0),
-            nums.get("PP", 0),
-            nums.get("ATTN_CP", 0),
-            nums.get("MOE_DP", 0),
-            nums.get("EP", 0),
-        )
+        group = self._group(nums)
+        key = _key_of(nums)
         lowest = self._lowest.get(group)
         if lowest is not None and key > lowest:
             self.ctx.count("duplicate-rank")
@@ -479,6 +475,14 @@ class Reader:
             return out + records if out else records
         batch.best = records
         return out
+
+    def _group(self, nums: dict[str, int]) -> str:
+        """The DP group a ranked line belongs to (DESIGN §3)."""
+        if "DP" in nums:
+            return f"DP{nums['DP']}"
+        if self.dp_attention:
+            return f"TP{nums['TP']}"  # DP attention without DPn tags: each TP is a group
+        return ""
 
     # ------------------------------------------------------------------ settings
 
@@ -695,6 +699,837 @@ def _sub_key(key: str, sub: str) -> str:
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
     """Records of one SGLang server log."""
     reader = Reader(ctx)
-    for ln in src.lines():
-        yield from reader.feed(ln)
+    if not FAST:
+        for ln in src.lines():
+            yield from reader.feed(ln)
+        yield from reader.finish()
+        return
+    fast: _Fast | None = None
+    ahead: tuple[Chunk, Future[_ChunkRun | None]] | None = None
+    try:
+        for piece in src.chunks(FAST_CHUNK):
+            if isinstance(piece, Chunk) and len(piece.data) >= FAST_MIN_BYTES:
+                if fast is None:
+                    fast = _Fast(reader, src, getattr(ctx, "sink", None))
+                # prepare this chunk while the one before is walked
+                prepared = fast.prepare(piece)
+                if ahead is not None:
+                    yield from fast.walk(*ahead)
+                ahead = (piece, prepared)
+                continue
+            if ahead is not None and fast is not None:
+                yield from fast.walk(*ahead)
+                ahead = None
+            if isinstance(piece, Line):
+                yield from reader.feed(piece)
+            else:
+                for ln in src.chunk_lines(piece):
+                    yield from reader.feed(ln)
+        if ahead is not None and fast is not None:
+            yield from fast.walk(*ahead)
+    finally:
+        if fast is not None:
+            fast.close()
     yield from reader.finish()
+
+
+# ---------------------------------------------------------------------- fast path
+#
+# Read line by line, a day-long log (1 GB, 6 million lines) costs minutes of Python. The
+# fast path reads a whole chunk with polars and leaves to `Reader.feed` only the lines it
+# cannot prove it reads exactly the same way. Its rules, each keeping the result identical:
+# - a chunk is split into lines by polars only when that split is exact (no `\r`, no
+#   `\x1f`, no BOM, valid UTF-8; the row count is checked against the newlines);
+# - lines with terminal noise are cleaned by `_lines.clean` itself, or, when the noise is
+#   only ANSI codes and `**`, by the same substitutions done in polars;
+# - a line that holds none of the words `feed` acts on is skipped; an access line is counted;
+#   a line with a rare word (events, server args, phase lines) goes to `feed`;
+# - a batch line is read by a layout: a regex learned from a line `feed` has read, which
+#   pins its prefix shape, field keys and value shapes, so that a line matching it yields
+#   what `feed` would yield; a line that matches no layout goes to `feed` (which may teach
+#   a new layout: a mid-file restart with another version's layout costs one line);
+# - the TP-rank rule is applied in bulk only in its steady state (the emitting rank of a
+#   group known and nothing held back); any other line goes to `feed`.
+# `tests/parsers/test_sglang_server_fast.py` compares both paths on every fixture.
+
+FAST = True  # tests switch it off to compare with the line-by-line path
+FAST_MIN_BYTES = 4 << 20  # smaller chunks are read line by line (and polars is not imported)
+FAST_CHUNK = 8 << 20
+_MAX_LAYOUTS = 32
+_MAX_FEEDS = 256  # batch lines `feed` takes in a chunk before the rest of it goes there too
+_WINDOW = 2048  # batch rows decided at once at first; the window grows while all goes well
+
+# Every line `Reader.feed` acts on, other than batch and access lines, holds one of these
+# words (a superset of `_EVENT`, server args and phase lines; checked by a test).
+_RARE = (
+    "Traceback",
+    "hit an exception",
+    "out of memory",
+    "OutOfMemoryError",
+    "Not enough memory",
+    "NCCL",
+    "nccl",
+    "atchdog",
+    "NaN in the logits",
+    "Retract requests",
+    "#retracted_reqs",
+    "graph end.",
+    "graph failed",
+    "KV Cache is allocated",
+    "max_total_num_tokens=",
+    "fired up and ready",
+    "sigquit",
+    "terminated with",
+    "server_args=",
+    "ms/cyc",
+    phase_timing.STAGE_SNIFF,
+)
+_DECODE, _PREFILL, _HTTP = "Decode batch", "Prefill batch", "HTTP/"
+
+# `_lines.clean` acts on a line only if it holds one of these (polars regex syntax).
+_NOISE_RX = r"[\x1b\x1e`~>]|\*\*|\[[0-9;]{0,12}m"
+# Without `, ~, > and \r (parked as \x1e), `clean` is these substitutions in order.
+_ANSI_ESC_RX = r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>]"
+_ANSI_BARE_RX = r"\[[0-9;]{0,12}m"
+
+# Line prefixes a layout may pin: a literal lead (docker `svc-1  | `, no brackets), then
+# `[date time(.ms) TAGS] `. Other prefixes are read line by line.
+_FAST_PREFIX = re.compile(
+    r"(?P<lead>[ -Z\\^-~]{0,80})\[(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}"
+    r"(?:\.[0-9]{3})?|[0-9]{2}:[0-9]{2}:[0-9]{2})"
+    r"(?P<tags>(?: (?:ATTN_CP|MOE_DP|DP|PP|TP|EP)[0-9]{1,9})*)\] "
+)
+_TS_SHAPES = {
+    19: r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}",
+    23: r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}",
+    8: r"[0-9]{2}:[0-9]{2}:[0-9]{2}",
+}
+_INT_SHAPE = re.compile(r"[0-9]{1,15}")
+_DEC_SHAPE = re.compile(r"[0-9]{1,15}\.(?P<d>[0-9]{1,15})")
+_RX_META = frozenset("\\.+*?()|[]{}^$#&-~")
+_ZERO = r"0{1,15}(?:\.0{1,15})?"
+_TAGS_KEY = ("TP", "PP", "ATTN_CP", "MOE_DP", "EP")
+# A slot's facts for an emitting rank: ((kind, group), rank, key, group, a batch was held).
+_Slot = tuple[tuple[str, str], str, tuple[int, ...], str, bool]
+# What the bulk TP-rank rule decides for a (kind, rank) of a run.
+_DUP, _EMIT, _PLAIN, _FEED = 0, 1, 2, 3
+
+
+def _rx(text: str) -> str:
+    """`text` as a literal in both Python's and polars' (Rust) regex syntax."""
+    return "".join("\\" + c if c in _RX_META else c for c in text)
+
+
+# one regex for the rare words (polars runs it faster than a multi-word search)
+_RARE_RX = "|".join(_rx(w) for w in _RARE)
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """One learned shape of a batch line: the regex and what each line of it yields."""
+
+    kind: str  # "decode" or "prefill"
+    pattern: str  # the whole line, each value a capture group
+    ts_at: int
+    ts_len: int
+    tags_at: int
+    # (metric, capture groups, how): how is "num", "pct" (printed with %), "bool", or
+    # "max" (the fullest of several pool usages, each group then given in `usage_how`)
+    outputs: tuple[tuple[str, tuple[int, ...], str], ...]
+    usage_how: tuple[str, ...]
+    idle_patterns: tuple[str, ...]  # the line with running_req == 0 (a decode-idle line)
+    accept: bool  # yields accept_len (whose first line sets a Setting)
+
+
+def _learn(text: str) -> _Layout | None:
+    """The layout of a batch line, when `Reader._batch` reads every line of that shape
+    the same way: known keys as printed, plain values with their full decimals."""
+    at = text.find(_DECODE)
+    kind, marker = "decode", _DECODE
+    if at < 0:
+        at = text.find(_PREFILL)
+        kind, marker = "prefill", _PREFILL
+        if at < 0:
+            return None
+    m = _TAIL.match(text, at + len(marker) - 6)
+    if m is None or m.group("mixed") is not None:
+        return None
+    if any(w in text for w in _RARE):
+        return None  # lines a layout reads are known to hold no rare word
+    p = _FAST_PREFIX.fullmatch(text, 0, at)
+    if p is None or _RANK.search(p.group("lead")) is not None:
+        return None
+    names = [t for t, _ in _RANK.findall(p.group("tags"))]
+    if len(set(names)) != len(names):
+        return None
+    col = 1 if kind == "prefill" else 0
+    pieces: list[str] = []
+    groups: list[tuple[str | None, str, bool]] = []  # (metric, how, is pool usage)
+    items = text[m.end() :].split(", ")
+    for i, item in enumerate(items):
+        if not item:
+            if i == len(items) - 1 and i > 0:
+                pieces.append("")  # the trailing ", " of some versions
+                continue
+            return None
+        sep = item.rfind(": ")
+        spec = _FIELDS_PRINTED.get(item[:sep]) if sep > 0 else None
+        if spec is None:
+            return None
+        raw = item[sep + 2 :]
+        decimals, how = spec[2], spec[3]
+        if how == "bool":
+            if raw not in _BOOLS:
+                return None
+            shape, value_how = "(True|False)", "bool"
+        else:
+            pct = raw.endswith("%")
+            num = raw[:-1] if pct else raw
+            d = _DEC_SHAPE.fullmatch(num)
+            if decimals:
+                # fewer decimals than printed would be a cut value: leave it to `feed`
+                if d is None or len(d.group("d")) < decimals:
+                    return None
+                shape = rf"([0-9]{{1,15}}\.[0-9]{{{decimals},15}})"
+            else:
+                if d is None and _INT_SHAPE.fullmatch(num) is None:
+                    return None
+                shape = r"([0-9]{1,15}(?:\.[0-9]{1,15})?)"
+            value_how = "pct" if pct else "num"
+            if pct:
+                shape += "%"
+        pieces.append(f"{_rx(item[: sep + 2])}{shape}")
+        groups.append((spec[1] if col else spec[0], value_how, how == "usage"))
+    tags = "".join(f" {t}[0-9]{{1,9}}" for t in names)
+    head = f"^{_rx(p.group('lead'))}\\[{_TS_SHAPES[len(p.group('ts'))]}{tags}\\] "
+    tail = re.sub(r"[0-9]+", "[0-9]+", _rx(text[at + len(marker) : m.end()]))
+    pattern = head + _rx(marker) + tail + ", ".join(pieces) + "$"
+    if re.fullmatch(pattern, text) is None:  # a layout that does not read its own line
+        return None
+    outputs: list[tuple[str, tuple[int, ...], str]] = [
+        (metric, (g + 1,), h) for g, (metric, h, _) in enumerate(groups) if metric
+    ]
+    usage = [(g + 1, h) for g, (_, h, is_usage) in enumerate(groups) if is_usage]
+    total = "prefill_token_usage" if col else "token_usage"
+    if usage and not any(o[0] in ("token_usage", "prefill_token_usage") for o in outputs):
+        outputs.append((total, tuple(g for g, _ in usage), "max"))
+    idle: list[str] = []
+    if kind == "decode":
+        # the line with a zero in one running_req value: `_batch` then keeps no sample
+        number = r"([0-9]{1,15}(?:\.[0-9]{1,15})?)"
+        for g, (metric, _, _) in enumerate(groups):
+            if metric == "running_req":
+                parts = list(pieces)
+                parts[g] = parts[g].replace(number, f"({_ZERO})")
+                idle.append(head + _rx(marker) + tail + ", ".join(parts) + "$")
+    return _Layout(
+        kind=kind,
+        pattern=pattern,
+        ts_at=p.start("ts"),
+        ts_len=len(p.group("ts")),
+        tags_at=p.end("ts"),
+        outputs=tuple(outputs),
+        usage_how=tuple(h for _, h in usage),
+        idle_patterns=tuple(idle),
+        accept=any(o[0] == "accept_len" for o in outputs),
+    )
+
+
+class _Fast:
+    """Chunk-at-a-time reading of what `Reader.feed` would read the same way.
+
+    Chunks are prepared (split, classified, matched to the layouts known so far: no reader
+    state is touched) on a worker thread one chunk ahead, while this thread walks the
+    previous one; polars and numpy let go of the GIL, so both cores work.
+    """
+
+    def __init__(
+        self, reader: Reader, src: SourceText, sink: Callable[[SampleBatch], None] | None
+    ) -> None:
+        self.r = reader
+        self.src = src
+        self.sink = sink
+        self.layouts: list[_Layout] = []
+        self.index: dict[str, int] = {}  # layout pattern -> its place in `layouts`
+        self.metrics: list[str] = []  # metric names of the layouts' outputs
+        self.metric_ids: list[tuple[int, ...]] = []  # per layout: its outputs' metric ids
+        self._pool: ThreadPoolExecutor | None = None
+
+    def prepare(self, chunk: Chunk) -> Future[_ChunkRun | None]:
+        """Start preparing a chunk on the worker thread."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="sessionlens-sglang")
+        layouts = list(self.layouts)
+        return self._pool.submit(self._prepare, chunk, layouts)
+
+    def _prepare(self, chunk: Chunk, layouts: list[_Layout]) -> _ChunkRun | None:
+        t = self._lines(chunk)
+        return None if t is None else _ChunkRun(self, chunk, t, layouts)
+
+    def walk(self, chunk: Chunk, prepared: Future[_ChunkRun | None]) -> Iterator[Record]:
+        """Records of a prepared chunk's lines, in line order (samples go to the sink)."""
+        run = prepared.result()
+        if run is None:
+            for ln in self.src.chunk_lines(chunk):
+                yield from self.r.feed(ln)
+            return
+        yield from run.run()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def _lines(self, chunk: Chunk) -> pl.Series | None:
+        """The chunk's lines as polars splits them, or None when that split might not be
+        `_lines`' split (then the chunk is read line by line)."""
+        import polars as pl
+
+        data = chunk.data
+        if b"\x1f" in data or data.startswith(b"\xef\xbb\xbf"):
+            return None
+        if b"\r" in data:
+            # polars would end lines at a `\r`: park each as `\x1e` (`_ChunkRun` gives those
+            # lines back to `clean` with their `\r`s)
+            if b"\x1e" in data:
+                return None
+            data = data.replace(b"\r", b"\x1e")
+        if not data.isascii():
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                return None
+        try:
+            frame = pl.read_csv(
+                data,
+                has_header=False,
+                separator="\x1f",
+                quote_char=None,
+                schema={"t": pl.String},
+                raise_if_empty=False,
+                infer_schema=False,
+            )
+        except Exception:  # polars' own errors: the line-by-line path reads anything
+            return None
+        if frame.width != 1:
+            return None
+        t = frame.to_series().fill_null("")
+        # every byte accounted for, and no line holding a newline: the split is exact
+        if int(t.str.len_bytes().sum()) + t.len() != len(data):
+            return None
+        if t.str.contains("\n", literal=True).any():
+            return None
+        chunk.known_lines(t.len())
+        return t
+
+    def learn(self, text: str) -> _Layout | None:
+        """The layout of a line `feed` has just read (a new one is kept), if it has one."""
+        layout = _learn(text)
+        if layout is None:
+            return None
+        at = self.index.get(layout.pattern)
+        if at is not None:
+            return self.layouts[at]
+        if len(self.layouts) >= _MAX_LAYOUTS:
+            return None
+        ids = []
+        for metric, _, _ in layout.outputs:
+            if metric not in self.metrics:
+                self.metrics.append(metric)
+            ids.append(self.metrics.index(metric))
+        self.index[layout.pattern] = len(self.layouts)
+        self.metric_ids.append(tuple(ids))
+        self.layouts.append(layout)
+        return layout
+
+
+@dataclass
+class _Segment:
+    """Matched batch rows [a, c) (positions in `_ChunkRun.m_row`) decided in bulk from one
+    snapshot of the TP-rank state; `stop` is the row where the segment ends."""
+
+    a: int
+    c: int
+    stop: int
+    feed_at: int | None  # the row whose TP-rank step only `feed` can take (it is `stop`)
+    status: npt.NDArray[np.int8]  # per position in [a, c)
+    # per slot: (its facts, the rows of its emitting lines, in order)
+    emitting: dict[tuple[str, str], tuple[_Slot, npt.NDArray[np.int64]]]
+    samples: pl.DataFrame | None  # emit, line, rank, ts, metric, value
+
+
+class _ChunkRun:
+    """The lines of one chunk: which go to `feed`, which are read in bulk, in line order.
+
+    Samples are gathered for the whole chunk and handed over at its end, ordered as `feed`
+    would have yielded them (by the row that yielded each, then its place in that row's
+    output); other records are yielded as they come (no consumer orders them with samples).
+    """
+
+    def __init__(self, fast: _Fast, chunk: Chunk, t: pl.Series, layouts: list[_Layout]) -> None:
+        import numpy as np
+        import polars as pl
+
+        self.f = fast
+        self.r = fast.r
+        self.chunk = chunk
+        self.n = t.len()
+        self.stateful_feeds = 0
+        self.window = _WINDOW
+        self.bulk: list[pl.DataFrame] = []
+        self.fed: list[tuple[int, Sample]] = []
+        flags = t.to_frame("t").select(
+            noise=pl.col("t").str.contains(_NOISE_RX),
+            dec=pl.col("t").str.contains(_DECODE, literal=True),
+            pre=pl.col("t").str.contains(_PREFILL, literal=True),
+            http=pl.col("t").str.contains(_HTTP, literal=True),
+        )
+        noise = flags["noise"].to_numpy()
+        dec = flags["dec"].to_numpy().copy()
+        pre = flags["pre"].to_numpy().copy()
+        http = flags["http"].to_numpy().copy()
+        if noise.any():
+            # clean those lines as `_lines.clean` does, then look at them again
+            rows = np.flatnonzero(noise)
+            fixed = _clean_noisy(t.gather(rows))
+            t = t.scatter(rows, fixed)
+            dec[rows] = fixed.str.contains(_DECODE, literal=True).to_numpy()
+            pre[rows] = fixed.str.contains(_PREFILL, literal=True).to_numpy()
+            http[rows] = fixed.str.contains(_HTTP, literal=True).to_numpy()
+        self.t = t
+        batch = dec | pre
+        # a batch line is read by a layout (whose text holds no rare word) or fed; any
+        # other line is fed when it holds a rare word
+        other = np.flatnonzero(~batch)
+        rare = t.gather(other).str.contains(_RARE_RX).to_numpy()
+        self.http_rows = other[~rare & http[other]]
+        self.rare_rows = other[rare]
+        self.b_row = np.flatnonzero(batch)
+        self.b_dec = dec[self.b_row]
+        self.b_t = t.gather(self.b_row)
+        nb = len(self.b_row)
+        self.b_layout = np.full(nb, -1, np.int32)
+        self.b_tags = np.zeros(nb, np.int32)  # index into self.tags
+        self.b_idle = np.zeros(nb, np.bool_)
+        self.tags: list[str] = []
+        self._tag_index: dict[str, int] = {}
+        self.tried: set[int] = set()
+        self._match(np.arange(nb), layouts)
+        self._set_feeds()
+
+    @property
+    def first(self) -> int:
+        return self.chunk.first
+
+    # ------------------------------------------------------------------ matching
+
+    def _match(self, cand: npt.NDArray[np.int64], layouts: list[_Layout]) -> None:
+        """Give batch rows (positions `cand`) the first of `layouts` that reads them."""
+        import numpy as np
+        import polars as pl
+
+        for layout in layouts:
+            li = self.f.index[layout.pattern]
+            self.tried.add(li)
+            open_ = (self.b_layout[cand] < 0) & (self.b_dec[cand] == (layout.kind == "decode"))
+            want = cand[open_]
+            if len(want) == 0:
+                continue
+            text = self.b_t.gather(want)
+            hit = text.str.contains(layout.pattern).to_numpy()
+            if not hit.any():
+                continue
+            got = want[hit]
+            text = text.filter(pl.Series(hit))
+            self.b_layout[got] = li
+            ends = text.str.find("] ", literal=True) - layout.tags_at
+            tags = text.str.slice(layout.tags_at, ends)
+            uniq = tags.unique().to_list()
+            for tag in uniq:
+                if tag not in self._tag_index:
+                    self._tag_index[tag] = len(self.tags)
+                    self.tags.append(tag)
+            self.b_tags[got] = tags.replace_strict(
+                {tag: self._tag_index[tag] for tag in uniq}, return_dtype=pl.Int32
+            ).to_numpy()
+            if layout.idle_patterns:
+                idle = np.zeros(len(got), np.bool_)
+                maybe = text.str.contains("#running-req: 0", literal=True).to_numpy()
+                if maybe.any():
+                    some = text.filter(pl.Series(maybe))
+                    hits = np.zeros(len(some), np.bool_)
+                    for pattern in layout.idle_patterns:
+                        hits |= some.str.contains(pattern).to_numpy()
+                    idle[np.flatnonzero(maybe)[hits]] = True
+                self.b_idle[got] = idle
+
+    def _set_feeds(self) -> None:
+        """Rows for `feed` (rare lines, batch lines no layout reads) and matched rows."""
+        import numpy as np
+
+        read = self.b_layout >= 0
+        self.unread = set(self.b_row[~read].tolist())
+        self.feed_rows = np.union1d(self.rare_rows, self.b_row[~read])
+        self.m_pos = np.flatnonzero(read)  # positions in the batch arrays
+        self.m_row = self.b_row[self.m_pos]
+
+    # ------------------------------------------------------------------ the walk
+
+    def run(self) -> Iterator[Record]:
+        """Records of the chunk's lines; its samples go to the sink at the end."""
+        import numpy as np
+
+        n = self.n
+        i = 0
+        seg: _Segment | None = None
+        while i < n:
+            if self.stateful_feeds > _MAX_FEEDS:  # too irregular for bulk: the rest by line
+                self._settle(seg, i)
+                seg = None
+                for row in range(i, n):
+                    yield from self._feed(row)
+                break
+            if not self._idle():  # an open traceback or phase block takes the line
+                if self._stateful(i):
+                    self._settle(seg, i)
+                    seg = None
+                yield from self._feed(i)
+                i += 1
+                continue
+            k = int(np.searchsorted(self.feed_rows, i))
+            j = int(self.feed_rows[k]) if k < len(self.feed_rows) else n
+            if seg is None:
+                seg = self._segment(i)
+            end = min(j, seg.stop)
+            self._count_http(i, end)
+            if end == seg.stop:
+                feed_at = seg.feed_at
+                self._settle(seg, end)
+                seg = None
+                if feed_at is not None:
+                    yield from self._feed(feed_at)
+                    i = feed_at + 1
+                else:
+                    self.window *= 4
+                    i = end
+                continue
+            if j < n:
+                if self._stateful(j):
+                    self._settle(seg, j)
+                    seg = None
+                yield from self._feed(j)
+            i = j + 1
+        self._settle(seg, n)
+        yield from self._hand_over()
+
+    def _idle(self) -> bool:
+        return self.r._tb is None and self.r.phase.idle
+
+    def _stateful(self, row: int) -> bool:
+        """Whether `feed` may read or change the TP-rank state at this line (batch lines
+        and server args do; events, phase and access lines do not)."""
+        text = self.t[row]
+        return "batch" in text or "server_args=" in text
+
+    def _count_http(self, i: int, end: int) -> None:
+        import numpy as np
+
+        n = int(np.searchsorted(self.http_rows, end)) - int(np.searchsorted(self.http_rows, i))
+        if n:
+            self.r.ctx.count("http-access", n)
+
+    def _feed(self, row: int) -> Iterator[Record]:
+        """One line through `Reader.feed`; a batch line no layout read may teach one."""
+        import numpy as np
+
+        text = self.t[row]
+        if "batch" in text or "server_args=" in text:
+            self.stateful_feeds += 1
+            self.window = _WINDOW
+        for rec in self.r.feed(Line(self.first + row, text)):
+            if isinstance(rec, Sample):
+                self.fed.append((row, rec))
+            else:
+                yield rec
+        if row in self.unread:
+            layout = self.f.learn(text)
+            if layout is not None and self.f.index[layout.pattern] not in self.tried:
+                cand = np.flatnonzero((self.b_layout < 0) & (self.b_row > row))
+                if len(cand):
+                    self._match(cand, [layout])
+                    self._set_feeds()
+
+    # ------------------------------------------------------------------ bulk
+
+    def _segment(self, i: int) -> _Segment:
+        """Decide the matched batch rows from row i on, a window's worth, in bulk."""
+        import numpy as np
+
+        a = int(np.searchsorted(self.m_row, i))
+        c = min(a + self.window, len(self.m_row))
+        stop = int(self.m_row[c]) if c < len(self.m_row) else self.n
+        pos = self.m_pos[a:c]
+        layouts = self.f.layouts
+        n_tags = max(len(self.tags), 1)
+        # one code per (kind, layout, rank tags): the TP-rank rule decides per code
+        code = (self.b_dec[pos].astype(np.int64) * len(layouts) + self.b_layout[pos]) * n_tags
+        code += self.b_tags[pos]
+        combos, inverse = np.unique(code, return_inverse=True)
+        decided = np.empty(len(combos), np.int8)
+        slots: dict[int, _Slot] = {}
+        taken: dict[tuple[str, str], str] = {}  # slot -> the rank emitting in this window
+        first_at = np.full(len(combos), len(pos), np.int64)
+        np.minimum.at(first_at, inverse, np.arange(len(pos)))
+        for ci in np.argsort(first_at).tolist():
+            rest, tag = divmod(int(combos[ci]), n_tags)
+            is_dec, li = divmod(rest, len(layouts))
+            decided[ci], slot = self._decide(bool(is_dec), layouts[li], self.tags[tag], taken)
+            if slot is not None:
+                slots[ci] = slot
+        status = decided[inverse]
+        feed_at = None
+        fed = np.flatnonzero(status == _FEED)
+        if len(fed):
+            c = a + int(fed[0])
+            feed_at = stop = int(self.m_row[c])
+            status, inverse, pos = status[: c - a], inverse[: c - a], pos[: c - a]
+        emitting: dict[tuple[str, str], tuple[_Slot, npt.NDArray[np.int64]]] = {}
+        rows = self.m_row[a:c]
+        for ci, facts in slots.items():
+            mine = rows[inverse == ci]
+            if len(mine) == 0:
+                continue
+            prev = emitting.get(facts[0])
+            if prev is not None:
+                mine = np.union1d(prev[1], mine)
+            emitting[facts[0]] = (facts, mine)
+        keep = ((status == _EMIT) | (status == _PLAIN)) & ~self.b_idle[pos]
+        return _Segment(
+            a=a,
+            c=c,
+            stop=stop,
+            feed_at=feed_at,
+            status=status,
+            emitting=emitting,
+            samples=self._samples(pos[keep]) if keep.any() else None,
+        )
+
+    def _decide(
+        self, is_dec: bool, layout: _Layout, tags: str, taken: dict[tuple[str, str], str]
+    ) -> tuple[int, _Slot | None]:
+        """What `_dedup` does with lines of this kind, layout and rank tags, as long as only
+        lines decided in bulk come between: the reader's state then stays as it is."""
+        r = self.r
+        rank, nums = _rank_of(tags)
+        if layout.accept and not r._bonus_set:
+            return _FEED, None
+        if "DP" in nums and not r.dp_attention:
+            return _FEED, None
+        if rank is None or "TP" not in nums:
+            return _PLAIN, None
+        group = r._group(nums)
+        k = _key_of(nums)
+        lowest = r._lowest.get(group)
+        if lowest is None or k < lowest:
+            return _FEED, None
+        if k > lowest:
+            return _DUP, None
+        if any(k) and group not in r._settled:
+            return _FEED, None
+        slot = ("decode" if is_dec else "prefill", group)
+        held = r._pending.get(slot)
+        if held is not None and (held.best or held.seen != {rank}):
+            return _FEED, None
+        if taken.setdefault(slot, rank) != rank:
+            return _FEED, None  # two ranks of one slot: their order decides
+        return _EMIT, (slot, rank, k, group, held is not None)
+
+    def _settle(self, seg: _Segment | None, upto: int) -> None:
+        """Count, keep the samples of and apply the TP-rank state of a segment's rows
+        before `upto` (a row `feed` takes next, or the segment's end)."""
+        import numpy as np
+
+        if seg is None:
+            return
+        ctx = self.r.ctx
+        m = int(np.searchsorted(self.m_row[seg.a : seg.c], upto))
+        pos = self.m_pos[seg.a : seg.a + m]
+        is_dec = self.b_dec[pos]
+        n_dec = int(is_dec.sum())
+        for kind, n in (
+            ("decode", n_dec),
+            ("prefill", len(pos) - n_dec),
+            ("decode-idle", int(self.b_idle[pos].sum())),
+            ("duplicate-rank", int((seg.status[:m] == _DUP).sum())),
+        ):
+            if n:
+                ctx.count(kind, n)
+        r = self.r
+        for slot, (facts, rows) in seg.emitting.items():
+            n = int(np.searchsorted(rows, upto))
+            if not n:
+                continue
+            _, rank, k, group, had = facts
+            row = int(rows[n - 1])
+            lay = self.f.layouts[int(self.b_layout[np.searchsorted(self.b_row, row)])]
+            held = _Batch(self.t[row][lay.ts_at : lay.ts_at + lay.ts_len])
+            held.seen.add(rank)
+            held.best_key = k
+            r._pending[slot] = held
+            if had or n >= 2:
+                r._settled.add(group)
+        if seg.samples is not None:
+            got = seg.samples
+            if upto < seg.stop:
+                got = got.slice(0, int(got["emit"].search_sorted(upto, side="left")))
+            if got.height:
+                self.bulk.append(got)
+
+    def _samples(self, pos: npt.NDArray[np.int64]) -> pl.DataFrame | None:
+        """The samples of emitting batch rows (positions `pos`, in line order), each row's
+        in its layout's order: one numpy interleave, no sort."""
+        import numpy as np
+        import polars as pl
+
+        f = self.f
+        lay_of = self.b_layout[pos]
+        k_of = np.array([len(lay.outputs) for lay in f.layouts], np.int64)[lay_of]
+        start = np.cumsum(k_of) - k_of
+        total = int(k_of.sum())
+        if total == 0:
+            return None
+        value = np.empty(total, np.float64)
+        metric = np.empty(total, np.int64)
+        owner = np.empty(total, np.int64)
+        text = self.b_t.gather(pos)
+        for li in np.unique(lay_of).tolist():
+            lay = f.layouts[li]
+            idx = np.flatnonzero(lay_of == li)
+            k = len(lay.outputs)
+            groups = text.gather(idx).str.extract_groups(lay.pattern).struct.unnest()
+            values = groups.select(
+                _value(g, how, lay.usage_how).alias(f"v{j}")
+                for j, (_, g, how) in enumerate(lay.outputs)
+            ).to_numpy()
+            out = (start[idx][:, None] + np.arange(k)).ravel()
+            value[out] = values.ravel()
+            metric[out] = np.tile(np.array(f.metric_ids[li], np.int64), len(idx))
+            owner[out] = np.repeat(idx, k)
+        at = np.array([lay.ts_at for lay in f.layouts], np.int64)[lay_of]
+        size = np.array([lay.ts_len for lay in f.layouts], np.int64)[lay_of]
+        ts = text.str.slice(pl.Series(at), pl.Series(size))
+        ranks = pl.Series([tag[1:] or None for tag in self.tags], dtype=pl.String)
+        rows = self.b_row[pos][owner]
+        return pl.DataFrame(
+            {
+                "emit": rows,
+                "line": rows + self.first,
+                "rank": ranks.gather(self.b_tags[pos][owner]),
+                "ts": ts.gather(owner),
+                "metric": pl.Series(f.metrics, dtype=pl.String).gather(metric),
+                "value": value,
+            }
+        )
+
+    def _hand_over(self) -> Iterator[Record]:
+        """The chunk's samples, in the order `feed` would have yielded them: the fed
+        lines' samples merged in by the row that yielded them (no row yields both)."""
+        import numpy as np
+        import polars as pl
+
+        bulk = pl.concat(self.bulk) if self.bulk else None
+        fed = self.fed
+        self.bulk, self.fed = [], []
+        frame: pl.DataFrame | None = bulk
+        if fed:
+            samples = [s for _, s in fed]
+            extra = pl.DataFrame(
+                {
+                    "emit": [row for row, _ in fed],
+                    "line": [s.line for s in samples],
+                    "block": [s.block for s in samples],
+                    "run": [s.run for s in samples],
+                    "rank": [s.rank for s in samples],
+                    "ts": [s.ts for s in samples],
+                    "metric": [s.metric for s in samples],
+                    "value": [float(s.value) for s in samples],
+                },
+                schema=_batch_schema(),
+            )
+            if bulk is None:
+                frame = extra
+            else:
+                nb, nf = bulk.height, extra.height
+                at = np.searchsorted(bulk["emit"].to_numpy(), extra["emit"].to_numpy())
+                at += np.arange(nf)
+                order = np.empty(nb + nf, np.int64)
+                is_fed = np.zeros(nb + nf, np.bool_)
+                is_fed[at] = True
+                order[at] = nb + np.arange(nf)
+                order[~is_fed] = np.arange(nb)
+                frame = pl.concat([bulk, extra], how="diagonal_relaxed")[order]
+        if frame is None or frame.height == 0:
+            return
+        schema = _batch_schema()
+        frame = frame.select(
+            pl.col(c) if c in frame.columns else pl.lit(None, schema[c]).alias(c)
+            for c in ("line", "block", "run", "rank", "ts", "metric", "value")
+        )
+        batch = SampleBatch(frame)
+        if self.f.sink is not None:
+            self.f.sink(batch)
+        else:
+            yield from batch.samples()
+
+
+def _batch_schema() -> dict[str, Any]:
+    import polars as pl
+
+    return {
+        "emit": pl.Int64,
+        "line": pl.Int64,
+        "block": pl.Int64,
+        "run": pl.Int64,
+        "rank": pl.String,
+        "ts": pl.String,
+        "metric": pl.String,
+        "value": pl.Float64,
+    }
+
+
+def _clean_noisy(sub: pl.Series) -> pl.Series:
+    """`_lines.clean` of lines with terminal noise: in polars when the noise is only ANSI
+    codes and `**` (the same substitutions, in the same order), else by `clean` itself."""
+    fixed = (
+        sub.str.replace_all(_ANSI_ESC_RX, "")
+        .str.replace_all("\x1b", "", literal=True)
+        .str.replace_all(_ANSI_BARE_RX, "")
+        .str.replace_all("**", "", literal=True)
+    )
+    hard = sub.str.contains(r"[`~>\x1e]")
+    if hard.any():
+        at = hard.arg_true()
+        raw = sub.gather(at).to_list()
+        fixed = fixed.scatter(at, [clean(x.replace("\x1e", "\r")) for x in raw])
+    return fixed
+
+
+def _value(groups: tuple[int, ...], how: str, usage_how: tuple[str, ...]) -> pl.Expr:
+    """A sample's value from the layout's capture groups, as `_fields` computes it."""
+    import polars as pl
+
+    def one(group: int, h: str) -> pl.Expr:
+        raw = pl.col(str(group))
+        if h == "bool":
+            return (raw == "True").cast(pl.Float64)
+        if h == "pct":  # as `phase_timing.percent`: the printed digits times 1e-2
+            return pl.concat_str([raw, pl.lit("e-2")]).cast(pl.Float64)
+        return raw.cast(pl.Float64)
+
+    if how == "max":
+        return pl.max_horizontal([one(gr, h) for gr, h in zip(groups, usage_how, strict=True)])
+    return one(groups[0], how)
+
+
+def _key_of(nums: dict[str, int]) -> tuple[int, ...]:
+    return tuple(nums.get(t, 0) for t in _TAGS_KEY)

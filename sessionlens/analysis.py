@@ -7,6 +7,7 @@ and `warnings`) extend it. It must not format numbers: floats stay unrounded.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import Any, Literal
 
@@ -182,6 +183,48 @@ class Analysis(_Model):
     sources: list[SourceRef] = Field(default_factory=list)
 
 
+def economics_result(
+    e: specmath.Economics,
+    *,
+    config: str,
+    cycle_is_estimate: bool,
+    baseline_config: str | None,
+    cycle_share: float | None = None,
+) -> EconomicsResult:
+    """The JSON economics object of a config from the spec-math figures."""
+    fields = {k: v for k, v in dataclasses.asdict(e).items() if k != "warnings"}
+    return EconomicsResult(
+        config=config,
+        cycle_is_estimate=cycle_is_estimate,
+        baseline_config=baseline_config,
+        cycle_share=cycle_share,
+        warnings=list(e.warnings),
+        **fields,
+    )
+
+
+def comparison_result(
+    cmp: stats.Comparison, metric: str, baseline: str, candidate: str
+) -> ComparisonResult:
+    """One row of the comparisons table from a statistical comparison."""
+    return ComparisonResult(
+        metric=metric,
+        baseline=baseline,
+        candidate=candidate,
+        mean_baseline=cmp.mean_a,
+        mean_candidate=cmp.mean_b,
+        change=cmp.change,
+        ci_low=cmp.ci_low,
+        ci_high=cmp.ci_high,
+        p_welch=cmp.p_welch,
+        p_mannwhitney=cmp.p_mannwhitney,
+        hedges_g=cmp.hedges_g,
+        n_baseline=cmp.n_a,
+        n_candidate=cmp.n_b,
+        warnings=list(cmp.warnings),
+    )
+
+
 def _finite(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
@@ -260,24 +303,7 @@ def analyze(session: Session) -> Analysis:
                 if not a or not b:
                     continue
                 cmp = stats.compare([p.value for p in a], [p.value for p in b], session.alpha)
-                comparisons.append(
-                    ComparisonResult(
-                        metric=m,
-                        baseline=baseline,
-                        candidate=name,
-                        mean_baseline=cmp.mean_a,
-                        mean_candidate=cmp.mean_b,
-                        change=cmp.change,
-                        ci_low=cmp.ci_low,
-                        ci_high=cmp.ci_high,
-                        p_welch=cmp.p_welch,
-                        p_mannwhitney=cmp.p_mannwhitney,
-                        hedges_g=cmp.hedges_g,
-                        n_baseline=cmp.n_a,
-                        n_candidate=cmp.n_b,
-                        warnings=list(cmp.warnings),
-                    )
-                )
+                comparisons.append(comparison_result(cmp, m, baseline, name))
 
     run_metrics = [m for m in HEADLINE if any((n, m) in values for n in names)][:1]
     runs: list[RunRow] = []
@@ -501,27 +527,12 @@ def _economics(
             session.target_tok_s,
         )
         out.append(
-            EconomicsResult(
+            economics_result(
+                e,
                 config=name,
-                cycle_ms=e.cycle_ms,
                 cycle_is_estimate=estimate,
-                accept_len=e.accept_len,
-                steps=e.steps,
-                measured_tok_s=e.measured_tok_s,
-                ceiling_tok_s=e.ceiling_tok_s,
-                efficiency=e.efficiency,
                 baseline_config=base if base_tok is not None else None,
-                baseline_tok_s=e.baseline_tok_s,
-                break_even_accept_len=e.break_even_accept_len,
-                p_current_chain=e.p_current_chain,
-                p_current_unbounded=e.p_current_unbounded,
-                target_tok_s=e.target_tok_s,
-                target_accept_len=e.target_accept_len,
-                reachable=e.reachable,
-                p_needed_chain=e.p_needed_chain,
-                p_needed_unbounded=e.p_needed_unbounded,
                 cycle_share=share,
-                warnings=list(e.warnings),
             )
         )
     if len(counts) > 1:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from sessionlens import specmath
-from sessionlens.analysis import Analysis, EconomicsResult, MetricSummary, analyze
+from sessionlens.analysis import Analysis, MetricSummary, analyze, economics_result
 from sessionlens.render import render_report
 from sessionlens.render import view as v
 from sessionlens.render.chart import svg
@@ -364,28 +364,14 @@ def _with_economics(
     # DESIGN §6's worked example: c from verify time / share (29.47 ms at 97 %), L = 2.0, k = 2
     cycle = 29.47 / 0.97
     e = specmath.economics(cycle, 2.0, 2, 59.56, 82.6, 150.0)
-    econ = EconomicsResult(
+    econ = economics_result(
+        e,
         config="eagle3-decode",
-        cycle_ms=e.cycle_ms,
         cycle_is_estimate=estimate,
-        accept_len=e.accept_len,
-        steps=e.steps,
-        measured_tok_s=e.measured_tok_s,
-        ceiling_tok_s=e.ceiling_tok_s,
-        efficiency=e.efficiency,
         baseline_config="base",
-        baseline_tok_s=e.baseline_tok_s,
-        break_even_accept_len=e.break_even_accept_len,
-        p_current_chain=e.p_current_chain,
-        p_current_unbounded=e.p_current_unbounded,
-        target_tok_s=e.target_tok_s,
-        target_accept_len=e.target_accept_len,
-        reachable=e.reachable,
-        p_needed_chain=e.p_needed_chain,
-        p_needed_unbounded=e.p_needed_unbounded,
         cycle_share=None if estimate else 0.97,
-        warnings=["above-ceiling"] if estimate else [],
     )
+    econ = econ.model_copy(update={"warnings": ["above-ceiling"] if estimate else []})
     configs = [
         c.model_copy(update={"metrics": {**c.metrics, **extra}}) if c.name == "eagle3-decode" else c
         for c in analysis.configs

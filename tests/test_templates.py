@@ -10,7 +10,14 @@ import jinja2
 import pytest
 
 from sessionlens import specmath
-from sessionlens.analysis import Analysis, Confound, EconomicsResult, HypothesisResult, analyze
+from sessionlens.analysis import (
+    Analysis,
+    Confound,
+    EconomicsResult,
+    HypothesisResult,
+    analyze,
+    economics_result,
+)
 from sessionlens.render import view as v
 from sessionlens.render.base import environment, templates_dir
 from sessionlens.session import load_session
@@ -34,28 +41,14 @@ SECTIONS = {
 
 def _econ(config: str, estimate: bool, target: float) -> EconomicsResult:
     e = specmath.economics(30.38, 2.0, 3, 59.6, 82.6, target)
-    return EconomicsResult(
+    econ = economics_result(
+        e,
         config=config,
-        cycle_ms=e.cycle_ms,
         cycle_is_estimate=estimate,
-        accept_len=e.accept_len,
-        steps=e.steps,
-        measured_tok_s=e.measured_tok_s,
-        ceiling_tok_s=e.ceiling_tok_s,
-        efficiency=e.efficiency,
         baseline_config="base",
-        baseline_tok_s=e.baseline_tok_s,
-        break_even_accept_len=e.break_even_accept_len,
-        p_current_chain=e.p_current_chain,
-        p_current_unbounded=e.p_current_unbounded,
-        target_tok_s=e.target_tok_s,
-        target_accept_len=e.target_accept_len,
-        reachable=e.reachable,
-        p_needed_chain=e.p_needed_chain,
-        p_needed_unbounded=e.p_needed_unbounded,
         cycle_share=None if estimate else 0.97,
-        warnings=["accept-len-above-steps"],
     )
+    return econ.model_copy(update={"warnings": ["accept-len-above-steps"]})
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -229,7 +230,7 @@ def _finite(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
-def _summary(points: list[group.Point], metric: str, alpha: float) -> MetricSummary:
+def _summary(points: Sequence[group.Point], metric: str, alpha: float) -> MetricSummary:
     s = stats.summarize([p.value for p in points], alpha)
     return MetricSummary(
         n=s.n,
@@ -309,7 +310,7 @@ def analyze(session: Session) -> Analysis:
     runs: list[RunRow] = []
     for name in names:
         for m in run_metrics:
-            pts = values.get((name, m), [])
+            pts: Sequence[group.Point] = values.get((name, m), [])
             flagged = (
                 {(o.source, o.line) for o in by_name[name].metrics[m].outliers} if pts else set()
             )
@@ -375,7 +376,10 @@ def analyze(session: Session) -> Analysis:
 
 
 def _from_server(
-    session: Session, config: str, metric: str, values: dict[tuple[str, str], list[group.Point]]
+    session: Session,
+    config: str,
+    metric: str,
+    values: Mapping[tuple[str, str], Sequence[group.Point]],
 ) -> bool:
     formats = {s.path: s.format for s in session.sources}
     return any(formats.get(p.source) in SERVER_FORMATS for p in values[(config, metric)])
@@ -384,7 +388,7 @@ def _from_server(
 def _judge(
     h: HypothesisSpec,
     session: Session,
-    values: dict[tuple[str, str], list[group.Point]],
+    values: Mapping[tuple[str, str], Sequence[group.Point]],
     settings: dict[str, dict[str, Any]],
     diags: list[dg.Diagnostic],
 ) -> HypothesisResult:
@@ -445,13 +449,13 @@ def _show(value: Any) -> str:
     return "unset" if value is None else str(value)
 
 
-def _mean(points: list[group.Point] | None) -> float | None:
+def _mean(points: Sequence[group.Point] | None) -> float | None:
     vals = [p.value for p in points or [] if math.isfinite(p.value)]
     return math.fsum(vals) / len(vals) if vals else None
 
 
 def _is_speculative(
-    name: str, settings: dict[str, Any], values: dict[tuple[str, str], list[group.Point]]
+    name: str, settings: dict[str, Any], values: Mapping[tuple[str, str], Sequence[group.Point]]
 ) -> bool:
     algo = settings.get("speculative_algorithm")
     has_algo = algo not in (None, "", "None", "none", "NONE")
@@ -462,7 +466,7 @@ def _is_speculative(
     )
 
 
-def _measured(name: str, values: dict[tuple[str, str], list[group.Point]]) -> float | None:
+def _measured(name: str, values: Mapping[tuple[str, str], Sequence[group.Point]]) -> float | None:
     direct = _mean(values.get((name, "throughput_tok_s")))
     if direct is not None:
         return direct
@@ -491,7 +495,7 @@ def _steps(settings: dict[str, Any]) -> int | None:
 
 def _economics(
     session: Session,
-    values: dict[tuple[str, str], list[group.Point]],
+    values: Mapping[tuple[str, str], Sequence[group.Point]],
     settings: dict[str, dict[str, Any]],
     by_name: dict[str, ConfigResult],
     baseline: str | None,
@@ -555,7 +559,7 @@ _PAIR_WINDOW = 3
 
 
 def _estimate_cycle(
-    name: str, values: dict[tuple[str, str], list[group.Point]], bonus_offset: float
+    name: str, values: Mapping[tuple[str, str], Sequence[group.Point]], bonus_offset: float
 ) -> float | None:
     """c ≈ 1000·L·R/G per interval (DESIGN §6), L counting the bonus token."""
     by_source: dict[str, list[tuple[int, int, str, float]]] = {}

@@ -8,12 +8,16 @@ rule of DESIGN §4 (with the launch-noise constant). It must not run statistical
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from . import metrics
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import polars as pl
+
     from .session import Session
 
 # Settings that change with every launch and never explain a difference (DESIGN §4).
@@ -92,8 +96,7 @@ def is_noise(key: str) -> bool:
     return key in LAUNCH_NOISE or leaf in LAUNCH_NOISE or bool(_NOISE_PATTERN.search(key))
 
 
-@dataclass(frozen=True, slots=True)
-class Point:
+class Point(NamedTuple):
     """One value of a config's metric, with where it was read."""
 
     value: float
@@ -103,49 +106,232 @@ class Point:
     block: int | None
 
 
-def values_by_config(session: Session) -> dict[tuple[str, str], list[Point]]:
-    """Values per (config, metric) in file order, DP groups combined per timestamp."""
+class PointList(Sequence[Point]):
+    """The values of one config's metric, in file order, held as columns.
+
+    A day-long server log gives millions of values: as `Point` objects they would take
+    ~100 bytes each, as columns they take ~20. `Point`s are made on demand; `values`,
+    `sources` and `lines` give whole columns at once.
+    """
+
+    __slots__ = ("_blocks", "_lines", "_names", "_runs", "_sources", "_values")
+
+    def __init__(
+        self,
+        values: npt.NDArray[np.float64],
+        sources: npt.NDArray[np.int64],
+        names: list[str],
+        lines: npt.NDArray[np.int64],
+        runs: list[int | None] | None,
+        blocks: list[int | None] | None,
+    ) -> None:
+        self._values = values
+        self._sources = sources  # index into names
+        self._names = names
+        self._lines = lines
+        self._runs = runs  # None: all None
+        self._blocks = blocks
+
+    @classmethod
+    def empty(cls) -> PointList:
+        """A list without points."""
+        import numpy as np
+
+        none = np.zeros(0, np.int64)
+        return cls(np.zeros(0, np.float64), none, [], none, None, None)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    @overload
+    def __getitem__(self, i: int) -> Point: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> PointList: ...
+
+    def __getitem__(self, i: int | slice) -> Point | PointList:
+        if isinstance(i, slice):
+            return PointList(
+                self._values[i],
+                self._sources[i],
+                self._names,
+                self._lines[i],
+                None if self._runs is None else self._runs[i],
+                None if self._blocks is None else self._blocks[i],
+            )
+        return Point(
+            float(self._values[i]),
+            self._names[int(self._sources[i])],
+            int(self._lines[i]),
+            None if self._runs is None else self._runs[i],
+            None if self._blocks is None else self._blocks[i],
+        )
+
+    def __iter__(self) -> Iterator[Point]:
+        names = self._names
+        n = len(self._values)
+        runs = self._runs if self._runs is not None else [None] * n
+        blocks = self._blocks if self._blocks is not None else [None] * n
+        sources = [names[c] for c in self._sources.tolist()]
+        return map(Point, self._values.tolist(), sources, self._lines.tolist(), runs, blocks)
+
+    def __repr__(self) -> str:
+        return f"PointList({len(self)} points)"
+
+    @property
+    def values(self) -> list[float]:
+        """Every value, in order."""
+        return self._values.tolist()  # type: ignore[no-any-return]
+
+    @property
+    def sources(self) -> list[str]:
+        """Every value's source, in order."""
+        return [self._names[c] for c in self._sources.tolist()]
+
+    @property
+    def lines(self) -> list[int]:
+        """Every value's line, in order."""
+        return self._lines.tolist()  # type: ignore[no-any-return]
+
+
+Values = dict[tuple[str, str], PointList]
+
+
+def values_by_config(session: Session) -> Values:
+    """Values per (config, metric) in file order, DP groups combined per timestamp.
+
+    Works on the packed sample table (strings as categoricals, never as string columns),
+    and skips the combination where it cannot change anything: when every source has at
+    most one rank (the TP-rank rule already kept one line per batch), each timestamp's
+    group is a single row, whose sum or mean is itself.
+    """
     import polars as pl
 
-    df = session.samples
-    if df.height == 0:
+    columns = session.columns
+    if len(columns) == 0:
         return {}
-    rules = {m: metrics.get(m).combine for m in df["metric"].unique().to_list()}
-    df = df.with_row_index("_order").with_columns(
-        pl.col("metric").replace_strict(rules, default="mean").alias("_rule")
+    keyed_rows = pl.col("ts").is_not_null() & pl.col("rank").is_not_null()
+    ranks = (
+        columns.lazy(categorical=True)
+        .filter(keyed_rows)
+        .group_by("source")
+        .agg(pl.col("rank").n_unique())
+        .collect()
     )
-    keyed = df.filter(pl.col("ts").is_not_null() & pl.col("rank").is_not_null())
-    plain = df.filter(~(pl.col("ts").is_not_null() & pl.col("rank").is_not_null()))
-    if keyed.height:
-        # The k-th line of each rank at a timestamp pairs with the k-th line of the others:
-        # two intervals of one rank within the same printed second are never summed.
-        keyed = keyed.with_columns(
-            pl.int_range(pl.len()).over(["config", "source", "metric", "ts", "rank"]).alias("_k")
+    frames: Iterable[pl.DataFrame]
+    if ranks.height and int(ranks["rank"].max()) > 1:  # type: ignore[arg-type]
+        df = columns.lazy(categorical=True).with_row_index("_order").collect()
+        frames = [_combine(df, keyed_rows)]
+    else:
+        frames = columns.frames(categorical=True)  # part by part: memory stays small
+    found: dict[tuple[str, str], _Gathered] = {}
+    for frame in _batched(frames):
+        for part in frame.partition_by(["config", "metric"], maintain_order=True):
+            key = (str(part["config"][0]), str(part["metric"][0]))
+            found.setdefault(key, _Gathered()).add(part)
+    return {key: got.points() for key, got in found.items()}
+
+
+def _batched(frames: Iterable[pl.DataFrame], rows: int = 1 << 20) -> Iterator[pl.DataFrame]:
+    """Parts joined up to about `rows` rows: few enough polars calls, little memory."""
+    import polars as pl
+
+    held: list[pl.DataFrame] = []
+    n = 0
+    for frame in frames:
+        held.append(frame)
+        n += frame.height
+        if n >= rows:
+            yield pl.concat(held)
+            held, n = [], 0
+    if held:
+        yield pl.concat(held)
+
+
+class _Gathered:
+    """One (config, metric)'s values from part after part, as numpy columns."""
+
+    def __init__(self) -> None:
+        self.values: list[npt.NDArray[np.float64]] = []
+        self.lines: list[npt.NDArray[np.int64]] = []
+        self.sources: list[npt.NDArray[np.int64]] = []
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.runs: list[int | None] = []
+        self.blocks: list[int | None] = []
+        self.any_run = self.any_block = False
+        self.n = 0
+
+    def add(self, part: pl.DataFrame) -> None:
+        import numpy as np
+        import polars as pl
+
+        src = part["source"].cast(pl.String)
+        local = src.unique(maintain_order=True).to_list()
+        for name in local:
+            self.index.setdefault(name, len(self.names))
+            if len(self.names) < len(self.index):
+                self.names.append(name)
+        codes = src.replace_strict(
+            local, [self.index[x] for x in local], return_dtype=pl.Int64
+        ).to_numpy()
+        self.sources.append(codes)
+        self.values.append(part["value"].to_numpy().astype(np.float64, copy=False))
+        self.lines.append(part["line"].to_numpy().astype(np.int64, copy=False))
+        for attr, flag, col in (("runs", "any_run", "run"), ("blocks", "any_block", "block")):
+            column = part[col]
+            if column.null_count() < len(column):
+                if not getattr(self, flag):  # the earlier parts' rows were all None
+                    setattr(self, flag, True)
+                    getattr(self, attr).extend([None] * self.n)
+                getattr(self, attr).extend(column.to_list())
+            elif getattr(self, flag):
+                getattr(self, attr).extend([None] * len(column))
+        self.n += part.height
+
+    def points(self) -> PointList:
+        import numpy as np
+
+        def joined(arrays: list[Any]) -> Any:
+            return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+        return PointList(
+            joined(self.values),
+            joined(self.sources),
+            self.names,
+            joined(self.lines),
+            self.runs if self.any_run else None,
+            self.blocks if self.any_block else None,
         )
-        keys = ["config", "source", "metric", "ts", "_k"]
-        combined = keyed.group_by(keys, maintain_order=True).agg(
-            pl.col("_order").min(),
-            pl.col("line").min(),
-            pl.col("block").first(),
-            pl.col("run").first(),
-            pl.when(pl.col("_rule").first() == "sum")
-            .then(pl.col("value").sum())
-            .otherwise(pl.col("value").mean())
-            .alias("value"),
-        )
-        plain = plain.select(
-            "_order", "config", "source", "metric", "line", "block", "run", "value"
-        )
-        combined = combined.select(
-            "_order", "config", "source", "metric", "line", "block", "run", "value"
-        )
-        df = pl.concat([plain, combined]).sort("_order")
-    out: dict[tuple[str, str], list[Point]] = {}
-    for config, source, metric, line, block, run, value in df.select(
-        "config", "source", "metric", "line", "block", "run", "value"
-    ).iter_rows():
-        out.setdefault((config, metric), []).append(Point(value, source, line, run, block))
-    return out
+
+
+def _combine(df: pl.DataFrame, keyed_rows: pl.Expr) -> pl.DataFrame:
+    """DP groups combined per timestamp with each metric's `sum`/`mean` rule (DESIGN §3)."""
+    import polars as pl
+
+    names = df["metric"].cast(pl.String).unique().to_list()
+    summed = [m for m in names if metrics.get(m).combine == "sum"]
+    keyed = df.filter(keyed_rows)
+    plain = df.filter(~keyed_rows)
+    # The k-th line of each rank at a timestamp pairs with the k-th line of the others:
+    # two intervals of one rank within the same printed second are never summed.
+    keyed = keyed.with_columns(
+        pl.int_range(pl.len()).over(["config", "source", "metric", "ts", "rank"]).alias("_k"),
+        pl.col("metric").cast(pl.String).is_in(summed).alias("_sum"),
+    )
+    keys = ["config", "source", "metric", "ts", "_k"]
+    combined = keyed.group_by(keys, maintain_order=True).agg(
+        pl.col("_order").min(),
+        pl.col("line").min(),
+        pl.col("block").first(),
+        pl.col("run").first(),
+        pl.when(pl.col("_sum").first())
+        .then(pl.col("value").sum())
+        .otherwise(pl.col("value").mean())
+        .alias("value"),
+    )
+    cols = ["_order", "config", "source", "metric", "line", "block", "run", "value"]
+    return pl.concat([plain.select(cols), combined.select(cols)]).sort("_order")
 
 
 def settings_diff(settings: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

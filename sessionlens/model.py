@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -110,7 +110,8 @@ SAMPLE_COLUMNS: tuple[str, ...] = (
 
 class SampleBatch:
     """Samples of many lines at once (a parser's fast path), as a polars frame with the
-    columns `line`, `block`, `run`, `rank`, `ts`, `metric` and `value`."""
+    columns `line`, `block`, `run`, `rank`, `ts`, `metric` and `value` (the strings as
+    String or Categorical)."""
 
     __slots__ = ("frame",)
 
@@ -199,12 +200,8 @@ class SampleColumns:
         for name in ("block", "run"):  # all None (most batches): left out, filled when read
             if name in f.columns and f[name].null_count() < f.height:
                 cols.append(pl.col(name).cast(pl.Int64))
-        cols += [
-            pl.col("rank").cast(pl.String).cast(pl.Categorical),
-            pl.col("ts").cast(pl.String).cast(pl.Categorical),
-            pl.col("metric").cast(pl.String).cast(pl.Categorical),
-            pl.col("value").cast(pl.Float64),
-        ]
+        cols += [pl.col(c).cast(pl.Categorical) for c in ("rank", "ts", "metric")]
+        cols.append(pl.col("value").cast(pl.Float64))
         self._parts.append(f.select(cols))
 
     def extend(self, other: SampleColumns) -> None:
@@ -291,38 +288,46 @@ class SampleColumns:
         it to a file, or for grouping without building string columns."""
         import polars as pl
 
+        parts = self._lazy_parts(categorical)
+        return parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")
+
+    def frames(self, *, categorical: bool = False) -> Iterator[pl.DataFrame]:
+        """The tidy table part by part, in order (never the whole table in one frame)."""
+        for lf in self._lazy_parts(categorical):
+            yield lf.collect()
+
+    def _lazy_parts(self, categorical: bool) -> list[pl.LazyFrame]:
+        import polars as pl
+
         parts = [p.lazy() for p in self._parts]
         if self._value or not parts:
             held = pl.DataFrame(
                 {name: getattr(self, "_" + name) for name in SAMPLE_COLUMNS}, schema=_schema()
             )
-            if categorical:
-                held = held.with_columns(pl.col(c).cast(pl.Categorical) for c in _STRING_COLUMNS)
             parts.append(held.lazy())
         schema = _schema()
         text = pl.Categorical if categorical else pl.String
-        exprs = [
-            pl.col(name).cast(text if name in _STRING_COLUMNS else schema[name])
-            for name in SAMPLE_COLUMNS
-        ]
-        filled = []
+        out = []
         for lf in parts:
             have = lf.collect_schema().names()
-            filled.append(
+            out.append(
                 lf.select(
-                    e if name in have else pl.lit(None, schema[name]).alias(name)
-                    for name, e in zip(SAMPLE_COLUMNS, exprs, strict=True)
+                    (pl.col(name).cast(text if name in _STRING_COLUMNS else schema[name]))
+                    if name in have
+                    else pl.lit(None, schema[name]).alias(name)
+                    for name in SAMPLE_COLUMNS
                 )
             )
-        return filled[0] if len(filled) == 1 else pl.concat(filled, how="vertical")
+        return out
 
     def frame(self) -> pl.DataFrame:
         """The tidy table of DESIGN §3 as a polars DataFrame."""
         return self.lazy().collect()
 
-    def write_parquet(self, path: str | Path) -> None:
-        """Write the tidy table as Parquet, streamed part by part (never whole in memory)."""
-        self.lazy().sink_parquet(path)
+    def write_parquet(self, target: str | Path | BinaryIO) -> None:
+        """Write the tidy table as Parquet to a path or a binary file, streamed part by part
+        (the string columns are never built for the whole table at once)."""
+        self.lazy().sink_parquet(target)
 
 
 def pl_string() -> Any:

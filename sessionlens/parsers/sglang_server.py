@@ -7,6 +7,8 @@ other parsers embed; `parse` only drives it. It must not group across sources or
 from __future__ import annotations
 
 import re
+import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -267,7 +269,7 @@ class Reader:
         records: list[Record] = []
         if kind == "decode" and any(k == "running_req" and v == 0 for k, v in values):
             self.ctx.count("decode-idle")  # DESIGN §3: an idle interval is no sample
-        else:
+        elif not self._is_dup(rank, nums, ts):  # a duplicate's samples would be dropped
             records = [Sample(k, v, ln.no, None, None, rank, ts) for k, v in values]
         kept = self._dedup(kind, rank, nums, ts, records)
         if not self._bonus_set and any(k == "accept_len" for k, _ in values):
@@ -447,12 +449,12 @@ class Reader:
         """
         if rank is None or ts is None or "TP" not in nums:
             return records  # no TP tag or no time: nothing to tell duplicates by
+        if self._is_dup(rank, nums, ts):
+            self.ctx.count("duplicate-rank")
+            return []
         group = self._group(nums)
         key = _key_of(nums)
         lowest = self._lowest.get(group)
-        if lowest is not None and key > lowest:
-            self.ctx.count("duplicate-rank")
-            return []
         self._lowest[group] = key
         slot = (kind, group)
         batch = self._pending.get(slot)
@@ -475,6 +477,13 @@ class Reader:
             return out + records if out else records
         batch.best = records
         return out
+
+    def _is_dup(self, rank: str | None, nums: dict[str, int], ts: str | None) -> bool:
+        """A line from a rank above the lowest one seen in its DP group: a duplicate."""
+        if rank is None or ts is None or "TP" not in nums:
+            return False
+        lowest = self._lowest.get(self._group(nums))
+        return lowest is not None and _key_of(nums) > lowest
 
     def _group(self, nums: dict[str, int]) -> str:
         """The DP group a ranked line belongs to (DESIGN §3)."""
@@ -705,28 +714,27 @@ def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
         yield from reader.finish()
         return
     fast: _Fast | None = None
-    ahead: tuple[Chunk, Future[_ChunkRun | None]] | None = None
+    ahead: deque[tuple[Chunk, Future[_ChunkRun | None]]] = deque()
     try:
         for piece in src.chunks(FAST_CHUNK):
-            if isinstance(piece, Chunk) and len(piece.data) >= FAST_MIN_BYTES:
+            # once a file is big enough for the fast path, all its chunks take it
+            if isinstance(piece, Chunk) and (fast is not None or len(piece.data) >= FAST_MIN_BYTES):
                 if fast is None:
                     fast = _Fast(reader, src, getattr(ctx, "sink", None))
-                # prepare this chunk while the one before is walked
-                prepared = fast.prepare(piece)
-                if ahead is not None:
-                    yield from fast.walk(*ahead)
-                ahead = (piece, prepared)
+                # prepare chunks ahead while the oldest one is walked
+                ahead.append((piece, fast.prepare(piece)))
+                if len(ahead) > _AHEAD:
+                    yield from fast.walk(*ahead.popleft())
                 continue
-            if ahead is not None and fast is not None:
-                yield from fast.walk(*ahead)
-                ahead = None
+            while ahead and fast is not None:
+                yield from fast.walk(*ahead.popleft())
             if isinstance(piece, Line):
                 yield from reader.feed(piece)
             else:
                 for ln in src.chunk_lines(piece):
                     yield from reader.feed(ln)
-        if ahead is not None and fast is not None:
-            yield from fast.walk(*ahead)
+        while ahead and fast is not None:
+            yield from fast.walk(*ahead.popleft())
     finally:
         if fast is not None:
             fast.close()
@@ -753,11 +761,13 @@ def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
 # `tests/parsers/test_sglang_server_fast.py` compares both paths on every fixture.
 
 FAST = True  # tests switch it off to compare with the line-by-line path
-FAST_MIN_BYTES = 4 << 20  # smaller chunks are read line by line (and polars is not imported)
+FAST_MIN_BYTES = 512 << 10  # smaller files are read line by line (polars is not imported)
 FAST_CHUNK = 8 << 20
 _MAX_LAYOUTS = 32
 _MAX_FEEDS = 256  # batch lines `feed` takes in a chunk before the rest of it goes there too
-_WINDOW = 2048  # batch rows decided at once at first; the window grows while all goes well
+_AHEAD = 2  # chunks prepared at once on worker threads while the main thread walks one
+_LEARN_PER_CHUNK = 8  # unread batch lines a chunk's preparation tries to learn from
+_WINDOW = 8192  # batch rows decided at once at first; the window grows while all goes well
 
 # Every line `Reader.feed` acts on, other than batch and access lines, holds one of these
 # words (a superset of `_EVENT`, server args and phase lines; checked by a test).
@@ -939,8 +949,8 @@ class _Fast:
     """Chunk-at-a-time reading of what `Reader.feed` would read the same way.
 
     Chunks are prepared (split, classified, matched to the layouts known so far: no reader
-    state is touched) on a worker thread one chunk ahead, while this thread walks the
-    previous one; polars and numpy let go of the GIL, so both cores work.
+    state is touched) on worker threads, `_AHEAD` chunks ahead, while this thread walks the
+    oldest one; polars and numpy let go of the GIL, so every core works.
     """
 
     def __init__(
@@ -954,17 +964,25 @@ class _Fast:
         self.metrics: list[str] = []  # metric names of the layouts' outputs
         self.metric_ids: list[tuple[int, ...]] = []  # per layout: its outputs' metric ids
         self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
 
     def prepare(self, chunk: Chunk) -> Future[_ChunkRun | None]:
         """Start preparing a chunk on the worker thread."""
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="sessionlens-sglang")
+            self._pool = ThreadPoolExecutor(_AHEAD, thread_name_prefix="sessionlens-sglang")
         layouts = list(self.layouts)
         return self._pool.submit(self._prepare, chunk, layouts)
 
     def _prepare(self, chunk: Chunk, layouts: list[_Layout]) -> _ChunkRun | None:
         t = self._lines(chunk)
-        return None if t is None else _ChunkRun(self, chunk, t, layouts)
+        if t is None:
+            return None
+        try:
+            run = _ChunkRun(self, chunk, t, layouts)
+        except _NotExact:
+            return None
+        chunk.known_lines(t.len())  # the split is exact: no count needed
+        return run
 
     def walk(self, chunk: Chunk, prepared: Future[_ChunkRun | None]) -> Iterator[Record]:
         """Records of a prepared chunk's lines, in line order (samples go to the sink)."""
@@ -986,8 +1004,8 @@ class _Fast:
         import polars as pl
 
         data = chunk.data
-        if b"\x1f" in data or data.startswith(b"\xef\xbb\xbf"):
-            return None
+        if b"\x1f" in data or b"\x00" in data or data.startswith(b"\xef\xbb\xbf"):
+            return None  # a separator polars would split at, NUL handling, a BOM it strips
         if b"\r" in data:
             # polars would end lines at a `\r`: park each as `\x1e` (`_ChunkRun` gives those
             # lines back to `clean` with their `\r`s)
@@ -1017,16 +1035,17 @@ class _Fast:
         # every byte accounted for, and no line holding a newline: the split is exact
         if int(t.str.len_bytes().sum()) + t.len() != len(data):
             return None
-        if t.str.contains("\n", literal=True).any():
-            return None
-        chunk.known_lines(t.len())
         return t
 
     def learn(self, text: str) -> _Layout | None:
-        """The layout of a line `feed` has just read (a new one is kept), if it has one."""
+        """The layout of a batch line (a new one is kept), if it has one."""
         layout = _learn(text)
         if layout is None:
             return None
+        with self._lock:  # the preparing thread learns too
+            return self._keep(layout)
+
+    def _keep(self, layout: _Layout) -> _Layout | None:
         at = self.index.get(layout.pattern)
         if at is not None:
             return self.layouts[at]
@@ -1037,10 +1056,14 @@ class _Fast:
             if metric not in self.metrics:
                 self.metrics.append(metric)
             ids.append(self.metrics.index(metric))
-        self.index[layout.pattern] = len(self.layouts)
         self.metric_ids.append(tuple(ids))
         self.layouts.append(layout)
+        self.index[layout.pattern] = len(self.layouts) - 1  # published last
         return layout
+
+
+class _NotExact(Exception):
+    """polars' split of a chunk is not `_lines`' split: read it line by line."""
 
 
 @dataclass
@@ -1055,7 +1078,7 @@ class _Segment:
     status: npt.NDArray[np.int8]  # per position in [a, c)
     # per slot: (its facts, the rows of its emitting lines, in order)
     emitting: dict[tuple[str, str], tuple[_Slot, npt.NDArray[np.int64]]]
-    samples: pl.DataFrame | None  # emit, line, rank, ts, metric, value
+    keep: npt.NDArray[np.int64]  # positions (in the batch arrays) of lines giving samples
 
 
 class _ChunkRun:
@@ -1076,14 +1099,18 @@ class _ChunkRun:
         self.n = t.len()
         self.stateful_feeds = 0
         self.window = _WINDOW
-        self.bulk: list[pl.DataFrame] = []
+        self.keep: list[npt.NDArray[np.int64]] = []  # batch positions whose samples to read
         self.fed: list[tuple[int, Sample]] = []
-        flags = t.to_frame("t").select(
+        flags = t.to_frame("t").select(  # the expressions of one select run in parallel
             noise=pl.col("t").str.contains(_NOISE_RX),
             dec=pl.col("t").str.contains(_DECODE, literal=True),
             pre=pl.col("t").str.contains(_PREFILL, literal=True),
             http=pl.col("t").str.contains(_HTTP, literal=True),
+            # polars splits no line at anything but `\n` (checked, not assumed)
+            nl=pl.col("t").str.contains("\n", literal=True),
         )
+        if flags["nl"].any():
+            raise _NotExact
         noise = flags["noise"].to_numpy()
         dec = flags["dec"].to_numpy().copy()
         pre = flags["pre"].to_numpy().copy()
@@ -1101,12 +1128,12 @@ class _ChunkRun:
         # a batch line is read by a layout (whose text holds no rare word) or fed; any
         # other line is fed when it holds a rare word
         other = np.flatnonzero(~batch)
-        rare = t.gather(other).str.contains(_RARE_RX).to_numpy()
+        rare = t.filter(pl.Series(~batch)).str.contains(_RARE_RX).to_numpy()
         self.http_rows = other[~rare & http[other]]
         self.rare_rows = other[rare]
         self.b_row = np.flatnonzero(batch)
         self.b_dec = dec[self.b_row]
-        self.b_t = t.gather(self.b_row)
+        self.b_t = t.filter(pl.Series(batch))
         nb = len(self.b_row)
         self.b_layout = np.full(nb, -1, np.int32)
         self.b_tags = np.zeros(nb, np.int32)  # index into self.tags
@@ -1114,7 +1141,20 @@ class _ChunkRun:
         self.tags: list[str] = []
         self._tag_index: dict[str, int] = {}
         self.tried: set[int] = set()
-        self._match(np.arange(nb), layouts)
+        self._match(np.ones(nb, np.bool_), layouts)
+        # A layout is a function of a line's text alone: learn from lines no known layout
+        # reads (a first chunk, a restart with a newer version) here, not line by line.
+        for _ in range(_LEARN_PER_CHUNK):
+            unread = np.flatnonzero(self.b_layout < 0)
+            if len(unread) == 0:
+                break
+            for k in unread[:_LEARN_PER_CHUNK].tolist():
+                layout = fast.learn(self.b_t[k])
+                if layout is not None and fast.index[layout.pattern] not in self.tried:
+                    self._match(np.arange(nb) > k - 1, [layout])
+                    break
+            else:
+                break
         self._set_feeds()
 
     @property
@@ -1123,45 +1163,66 @@ class _ChunkRun:
 
     # ------------------------------------------------------------------ matching
 
-    def _match(self, cand: npt.NDArray[np.int64], layouts: list[_Layout]) -> None:
-        """Give batch rows (positions `cand`) the first of `layouts` that reads them."""
+    def _match(self, cand: npt.NDArray[np.bool_], layouts: list[_Layout]) -> None:
+        """Give the batch rows in `cand` (a mask) not read yet the first of `layouts`
+        that reads them. Each layout's regex runs on the rows of its kind, all layouts
+        at once (polars runs the queries in parallel)."""
         import numpy as np
         import polars as pl
 
-        for layout in layouts:
-            li = self.f.index[layout.pattern]
-            self.tried.add(li)
-            open_ = (self.b_layout[cand] < 0) & (self.b_dec[cand] == (layout.kind == "decode"))
-            want = cand[open_]
-            if len(want) == 0:
-                continue
-            text = self.b_t.gather(want)
-            hit = text.str.contains(layout.pattern).to_numpy()
+        open_ = cand & (self.b_layout < 0)
+        masks = {kind: open_ & (self.b_dec == (kind == "decode")) for kind in ("decode", "prefill")}
+        texts = {k: self.b_t.filter(pl.Series(m)) for k, m in masks.items() if m.any()}
+        jobs = [lay for lay in layouts if lay.kind in texts]
+        for lay in layouts:
+            self.tried.add(self.f.index[lay.pattern])
+        if not jobs:
+            return
+        found = pl.collect_all(
+            [
+                texts[lay.kind]
+                .to_frame("t")
+                .lazy()
+                .select(
+                    hit=pl.col("t").str.contains(lay.pattern),
+                    # rank tags as categorical codes (a hash, not a string, per row)
+                    tags=pl.col("t")
+                    .str.slice(lay.tags_at, pl.col("t").str.find("] ", literal=True) - lay.tags_at)
+                    .cast(pl.Categorical)
+                    .to_physical(),
+                    maybe_idle=pl.col("t").str.contains("#running-req: 0", literal=True)
+                    if lay.idle_patterns
+                    else pl.lit(False),
+                )
+                for lay in jobs
+            ]
+        )
+        taken = {k: np.zeros(len(texts[k]), np.bool_) for k in texts}
+        for lay, got in zip(jobs, found, strict=True):
+            hit = got["hit"].to_numpy() & ~taken[lay.kind]
             if not hit.any():
                 continue
-            got = want[hit]
-            text = text.filter(pl.Series(hit))
-            self.b_layout[got] = li
-            ends = text.str.find("] ", literal=True) - layout.tags_at
-            tags = text.str.slice(layout.tags_at, ends)
-            uniq = tags.unique().to_list()
-            for tag in uniq:
+            taken[lay.kind] |= hit
+            pos = np.flatnonzero(masks[lay.kind])[hit]
+            self.b_layout[pos] = self.f.index[lay.pattern]
+            text = texts[lay.kind]
+            codes = got["tags"].to_numpy()[hit]
+            uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+            local = np.empty(len(uniq), np.int32)
+            for k, line in enumerate(text.gather(np.flatnonzero(hit)[first]).to_list()):
+                tag = line[lay.tags_at : line.find("] ")]
                 if tag not in self._tag_index:
                     self._tag_index[tag] = len(self.tags)
                     self.tags.append(tag)
-            self.b_tags[got] = tags.replace_strict(
-                {tag: self._tag_index[tag] for tag in uniq}, return_dtype=pl.Int32
-            ).to_numpy()
-            if layout.idle_patterns:
-                idle = np.zeros(len(got), np.bool_)
-                maybe = text.str.contains("#running-req: 0", literal=True).to_numpy()
-                if maybe.any():
-                    some = text.filter(pl.Series(maybe))
-                    hits = np.zeros(len(some), np.bool_)
-                    for pattern in layout.idle_patterns:
-                        hits |= some.str.contains(pattern).to_numpy()
-                    idle[np.flatnonzero(maybe)[hits]] = True
-                self.b_idle[got] = idle
+                local[k] = self._tag_index[tag]
+            self.b_tags[pos] = local[inverse]
+            maybe = np.flatnonzero(got["maybe_idle"].to_numpy() & hit)
+            if len(maybe):
+                some = text.gather(maybe)
+                idle = np.zeros(len(maybe), np.bool_)
+                for pattern in lay.idle_patterns:
+                    idle |= some.str.contains(pattern).to_numpy()
+                self.b_idle[np.flatnonzero(masks[lay.kind])[maybe[idle]]] = True
 
     def _set_feeds(self) -> None:
         """Rows for `feed` (rare lines, batch lines no layout reads) and matched rows."""
@@ -1240,7 +1301,6 @@ class _ChunkRun:
 
     def _feed(self, row: int) -> Iterator[Record]:
         """One line through `Reader.feed`; a batch line no layout read may teach one."""
-        import numpy as np
 
         text = self.t[row]
         if "batch" in text or "server_args=" in text:
@@ -1254,9 +1314,9 @@ class _ChunkRun:
         if row in self.unread:
             layout = self.f.learn(text)
             if layout is not None and self.f.index[layout.pattern] not in self.tried:
-                cand = np.flatnonzero((self.b_layout < 0) & (self.b_row > row))
-                if len(cand):
-                    self._match(cand, [layout])
+                later = self.b_row > row
+                if later.any():
+                    self._match(later, [layout])
                     self._set_feeds()
 
     # ------------------------------------------------------------------ bulk
@@ -1311,7 +1371,7 @@ class _ChunkRun:
             feed_at=feed_at,
             status=status,
             emitting=emitting,
-            samples=self._samples(pos[keep]) if keep.any() else None,
+            keep=pos[keep],
         )
 
     def _decide(
@@ -1378,16 +1438,17 @@ class _ChunkRun:
             r._pending[slot] = held
             if had or n >= 2:
                 r._settled.add(group)
-        if seg.samples is not None:
-            got = seg.samples
-            if upto < seg.stop:
-                got = got.slice(0, int(got["emit"].search_sorted(upto, side="left")))
-            if got.height:
-                self.bulk.append(got)
+        # samples are read once per chunk, at its end (one polars query, not one per segment)
+        keep = seg.keep
+        if upto < seg.stop:
+            keep = keep[self.b_row[keep] < upto]
+        if len(keep):
+            self.keep.append(keep)
 
     def _samples(self, pos: npt.NDArray[np.int64]) -> pl.DataFrame | None:
         """The samples of emitting batch rows (positions `pos`, in line order), each row's
-        in its layout's order: one numpy interleave, no sort."""
+        in its layout's order: one numpy interleave, no sort. Strings are categoricals
+        made per line and spread to its samples as codes."""
         import numpy as np
         import polars as pl
 
@@ -1401,32 +1462,53 @@ class _ChunkRun:
         value = np.empty(total, np.float64)
         metric = np.empty(total, np.int64)
         owner = np.empty(total, np.int64)
-        text = self.b_t.gather(pos)
-        for li in np.unique(lay_of).tolist():
-            lay = f.layouts[li]
+        layouts = np.unique(lay_of).tolist()
+        found = pl.collect_all(
+            [
+                self.b_t.gather(pos[lay_of == li])
+                .to_frame("t")
+                .lazy()
+                .select(
+                    pl.col("t").str.slice(f.layouts[li].ts_at, f.layouts[li].ts_len).alias("ts"),
+                    pl.col("t").str.extract_groups(f.layouts[li].pattern).alias("g"),
+                )
+                .unnest("g")
+                .select(
+                    "ts",
+                    *(
+                        _value(g, how, f.layouts[li].usage_how).alias(f"v{j}")
+                        for j, (_, g, how) in enumerate(f.layouts[li].outputs)
+                    ),
+                )
+                for li in layouts
+            ]
+        )
+        ts_parts: list[pl.Series] = []
+        ts_rows: list[npt.NDArray[np.int64]] = []
+        for li, got in zip(layouts, found, strict=True):
             idx = np.flatnonzero(lay_of == li)
-            k = len(lay.outputs)
-            groups = text.gather(idx).str.extract_groups(lay.pattern).struct.unnest()
-            values = groups.select(
-                _value(g, how, lay.usage_how).alias(f"v{j}")
-                for j, (_, g, how) in enumerate(lay.outputs)
-            ).to_numpy()
+            k = len(f.layouts[li].outputs)
             out = (start[idx][:, None] + np.arange(k)).ravel()
-            value[out] = values.ravel()
+            value[out] = got.drop("ts").to_numpy().ravel()
             metric[out] = np.tile(np.array(f.metric_ids[li], np.int64), len(idx))
             owner[out] = np.repeat(idx, k)
-        at = np.array([lay.ts_at for lay in f.layouts], np.int64)[lay_of]
-        size = np.array([lay.ts_len for lay in f.layouts], np.int64)[lay_of]
-        ts = text.str.slice(pl.Series(at), pl.Series(size))
+            ts_parts.append(got["ts"])
+            ts_rows.append(idx)
+        if len(ts_parts) == 1:
+            line_ts = ts_parts[0]
+        else:  # back in line order
+            order = np.argsort(np.concatenate(ts_rows), kind="stable")
+            line_ts = pl.concat(ts_parts).gather(order)
         ranks = pl.Series([tag[1:] or None for tag in self.tags], dtype=pl.String)
         rows = self.b_row[pos][owner]
+        cat = pl.Categorical
         return pl.DataFrame(
             {
                 "emit": rows,
                 "line": rows + self.first,
-                "rank": ranks.gather(self.b_tags[pos][owner]),
-                "ts": ts.gather(owner),
-                "metric": pl.Series(f.metrics, dtype=pl.String).gather(metric),
+                "rank": ranks.cast(cat).gather(self.b_tags[pos][owner]),
+                "ts": line_ts.cast(cat).gather(owner),
+                "metric": pl.Series(f.metrics, dtype=pl.String).cast(cat).gather(metric),
                 "value": value,
             }
         )
@@ -1437,10 +1519,11 @@ class _ChunkRun:
         import numpy as np
         import polars as pl
 
-        bulk = pl.concat(self.bulk) if self.bulk else None
+        bulk = self._samples(np.concatenate(self.keep)) if self.keep else None
         fed = self.fed
-        self.bulk, self.fed = [], []
+        self.keep, self.fed = [], []
         frame: pl.DataFrame | None = bulk
+        schema = _batch_schema()
         if fed:
             samples = [s for _, s in fed]
             extra = pl.DataFrame(
@@ -1454,8 +1537,8 @@ class _ChunkRun:
                     "metric": [s.metric for s in samples],
                     "value": [float(s.value) for s in samples],
                 },
-                schema=_batch_schema(),
-            )
+                schema=schema,
+            ).with_columns(pl.col("rank", "ts", "metric").cast(pl.Categorical))
             if bulk is None:
                 frame = extra
             else:
@@ -1467,10 +1550,9 @@ class _ChunkRun:
                 is_fed[at] = True
                 order[at] = nb + np.arange(nf)
                 order[~is_fed] = np.arange(nb)
-                frame = pl.concat([bulk, extra], how="diagonal_relaxed")[order]
+                frame = pl.concat([bulk, extra], how="diagonal")[order]
         if frame is None or frame.height == 0:
             return
-        schema = _batch_schema()
         frame = frame.select(
             pl.col(c) if c in frame.columns else pl.lit(None, schema[c]).alias(c)
             for c in ("line", "block", "run", "rank", "ts", "metric", "value")

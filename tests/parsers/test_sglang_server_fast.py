@@ -1,0 +1,409 @@
+"""The SGLang server log's fast path (issue 9) gives exactly what the line-by-line path gives.
+
+Every comparison runs `sglang_server.parse` twice on the same file, the fast path off and
+forced on (even for tiny files, with tiny chunks and windows so chunk borders and bulk
+windows fall everywhere), and compares samples (in order, every column), the other records,
+the record counts, the embedded formats and the reader's notes. Speed is measured in
+benchmarks/, never here.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from sessionlens import _lines
+from sessionlens.model import Sample, SampleBatch
+from sessionlens.parsers import sglang_server as S
+from sessionlens.parsers.base import ParseContext
+
+FORMATS = Path(__file__).resolve().parent.parent.parent / "fixtures" / "formats"
+FIXTURES = sorted(
+    p
+    for d in ("sglang-server", "phase-timing")
+    for p in (FORMATS / d).iterdir()
+    if p.is_file() and not p.name.endswith((".expected.csv", ".diag.txt", ".got", ".md"))
+)
+
+
+class Bulk:
+    """Counts the batch lines the fast path read in bulk (so a test proves it ran)."""
+
+    rows = 0
+
+
+@pytest.fixture(autouse=True)
+def _count_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = S._ChunkRun._samples
+
+    def counting(self: Any, pos: Any) -> Any:
+        Bulk.rows += len(pos)
+        return real(self, pos)
+
+    monkeypatch.setattr(S._ChunkRun, "_samples", counting)
+    Bulk.rows = 0
+
+
+def _key(s: Sample) -> tuple[Any, ...]:
+    v = "nan" if isinstance(s.value, float) and math.isnan(s.value) else s.value
+    return (s.metric, v, s.line, s.block, s.run, s.rank, s.ts)
+
+
+def parse(
+    path: Path, monkeypatch: pytest.MonkeyPatch, fast: bool, chunk: int = 1 << 20
+) -> tuple[Any, ...]:
+    """Everything one parse gives, samples apart from the other records."""
+    monkeypatch.setattr(S, "FAST", fast)
+    monkeypatch.setattr(S, "FAST_CHUNK", chunk)
+    monkeypatch.setattr(S, "FAST_MIN_BYTES", 0)
+    monkeypatch.setattr(S, "_WINDOW", 3)
+    src = _lines.read(path, display=path.name)
+    ctx = ParseContext(file=path.name)
+    samples: list[tuple[Any, ...]] = []
+
+    def take(batch: SampleBatch) -> None:
+        samples.extend(_key(s) for s in batch.samples())
+
+    ctx.sink = take  # type: ignore[attr-defined]
+    others = []
+    for rec in S.parse(src, ctx):
+        if isinstance(rec, Sample):
+            samples.append(_key(rec))
+        else:
+            others.append(rec)
+    notes = [str(d) for d in src.notes]
+    return samples, others, dict(ctx.counts), sorted(ctx.embedded), notes, src.n_lines, src.sha256
+
+
+def assert_same(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    slow = parse(path, monkeypatch, fast=False)
+    fast = parse(path, monkeypatch, fast=True, chunk=chunk)
+    names = ("samples", "other records", "counts", "embedded", "notes", "lines", "sha256")
+    for name, a, b in zip(names, slow, fast, strict=True):
+        assert b == a, f"{path.name}, chunk {chunk}: {name} differ"
+
+
+@pytest.mark.parametrize("chunk", [300, 1 << 20])
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_fast_path_gives_what_the_line_path_gives_on_every_fixture(
+    path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert_same(path, monkeypatch, chunk)
+
+
+def test_the_fixtures_are_read_in_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the comparisons above prove something only if batch lines take the bulk path
+    read = 0
+    for path in FIXTURES:
+        Bulk.rows = 0
+        parse(path, monkeypatch, fast=True)
+        read += Bulk.rows
+    assert read >= 40
+
+
+# ---------------------------------------------------------------------- generated logs
+
+D_OLD = (
+    "Decode batch, #running-req: {r}, #token: {tok}, token usage: {u:.2f}, accept len: "
+    "{a:.2f}, accept rate: {ar:.2f}, cuda graph: True, gen throughput (token/s): {g:.2f}, "
+    "#queue-req: {q}, "
+)
+D_NEW = (
+    "Decode batch, #running-req: {r}, #token: {tok}, token usage: {u:.2f}, accept len: "
+    "{a:.2f}, accept rate: {ar:.2f}, cuda graph: True, gen throughput (token/s): {g:.2f}, "
+    "#queue-req: {q}, fwd occupancy: {o:.2f}%"
+)
+D_HYBRID = (
+    "Decode batch [{it}], #running-req: {r}, #full token: {tok}, full token usage: {u:.2f}, "
+    "#swa token: {tok}, swa token usage: {u2:.2f}, cuda graph: False, "
+    "gen throughput (token/s): {g:.2f}, #queue-req: {q}, "
+)
+P_OLD = (
+    "Prefill batch, #new-seq: {s}, #new-token: {nt}, #cached-token: {c}, token usage: {u:.2f}, "
+    "#running-req: {r}, #queue-req: {q}, "
+)
+P_NEW = (
+    "Prefill batch, #new-seq: {s}, #new-token: {nt}, #cached-token: {c}, token usage: {u:.2f}, "
+    "#running-req: {r}, #queue-req: {q}, cuda graph: False, input throughput (token/s): {t:.2f}"
+)
+ARGS = "server_args=ServerArgs(tp_size=8, random_seed={seed}, enable_dp_attention={dp})"
+ODD = [  # lines the fast path must hand to the line-by-line path, or read as it would
+    "Decode batch, #running-req: 3, #token: 9, token usage: 0.1, cuda graph: True",
+    "Decode batch, #running-req: 3, #token: nan, token usage: 0.10, cuda graph: True",
+    "Decode batch, #running-req: 3, #widgets: 4, token usage: 0.10, cuda graph: True",
+    "Decode batch, #running-req: 0, #token: 0, token usage: 0.00, cuda graph: True, ",
+    "Decode batch, #running-req: 00.0, #token: 1, token usage: 0.00, cuda graph: True",
+    "Decode batch, #token: full=10, swa=5, token usage: full=0.10, swa=0.20, ",
+    "Decode batch, #running-req: 2, #token: 9, token usage: 0.10, cuda graph: maybe",
+    "Decode batch, #running-req: 2, #token: 9, token usage: 0.10 nccl hiccup",
+    "Decode batch. #running-req: 2, #token: 99999999999999999999, token usage: 0.10",
+    "Prefill batch(mixed #running-req: 2). #new-seq: 1, #new-token: 3, #cached-token: 0",
+    "Prefill batch, #new-seq: 1, #new-token: 8, cache hit rate: 12.5%, #running-req: 1",
+    "Decode batch, GET /x HTTP/1.1, #running-req: 2",
+]
+
+
+def _noisy(rng: random.Random, text: str) -> str:
+    """Terminal and paste noise that `_lines.clean` removes (or keeps)."""
+    pick = rng.random()
+    if pick < 0.04:
+        return "\x1b[32m" + text + "\x1b[0m"
+    if pick < 0.06:
+        return "[1;36m" + text.replace("batch", "[0mbatch", 1)
+    if pick < 0.07:
+        return "> " + text
+    if pick < 0.08:
+        return "`" + text + "`"
+    if pick < 0.09:
+        return text.replace("Decode", "**Decode**", 1)
+    if pick < 0.10:
+        return "junk 10%\r" + text
+    return text
+
+
+def generated_log(seed: int) -> bytes:
+    """A small log with what real ones hold: TP duplicates in any order (a higher rank a
+    second late), idle intervals, DP attention, restarts with another version's layout,
+    access lines, phase blocks, tracebacks, noise, odd lines, bad bytes, a cut last line."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    second = 0
+    ms = False
+    lead = ""
+    tags = ["TP{r}"]
+    decode, prefill = D_OLD, P_OLD
+
+    def stamp(late: int = 0) -> str:
+        t = second + late
+        base = f"2026-01-01 {10 + t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}"
+        return base + (f".{rng.randrange(1000):03d}" if ms else "")
+
+    def prefix(r: int, late: int = 0) -> str:
+        tag = " ".join(x.format(r=r, d=r % 2) for x in tags)
+        return f"{lead}[{stamp(late)}{' ' + tag if tag else ''}] "
+
+    out.append(f"{lead}[{stamp()}] " + ARGS.format(seed=seed, dp=False))
+    for step in range(rng.randrange(120, 200)):
+        second += rng.randrange(1, 3)
+        if rng.random() < 0.03:  # a restart: another version, another prefix
+            ms = not ms
+            lead = rng.choice(["", "sglang-1  | ", "node0: "])
+            tags = rng.choice([["TP{r}"], ["TP{r}", "EP{r}"], ["DP{d}", "TP{r}"], []])
+            decode = rng.choice([D_OLD, D_NEW, D_HYBRID])
+            prefill = rng.choice([P_OLD, P_NEW])
+            dp = bool(tags) and tags[0].startswith("DP")
+            out.append(f"{lead}[{stamp()}] " + ARGS.format(seed=step, dp=dp))
+        values = {
+            "r": rng.choice([0, 1, 4, 8, 16, 32]),
+            "tok": rng.randrange(1, 90000),
+            "u": rng.random(),
+            "u2": rng.random(),
+            "a": rng.uniform(1, 4),
+            "ar": rng.random(),
+            "g": rng.uniform(10, 3000),
+            "q": rng.randrange(3),
+            "o": rng.uniform(0, 100),
+            "it": step,
+            "s": rng.randrange(1, 5),
+            "nt": rng.randrange(10, 5000),
+            "c": rng.randrange(100),
+            "t": rng.uniform(100, 9000),
+        }
+        ranks = list(range(rng.choice([1, 2, 4])))
+        rng.shuffle(ranks)
+        for r in ranks:
+            late = 1 if r and rng.random() < 0.1 else 0
+            line = prefix(r, late) + decode.format(**values)
+            out.append(_noisy(rng, line))
+        if rng.random() < 0.3:
+            for r in ranks:
+                out.append(_noisy(rng, prefix(r) + prefill.format(**values)))
+        for _ in range(rng.randrange(3)):
+            port = rng.randrange(30000, 60000)
+            out.append(f'[{stamp()}] INFO:     127.0.0.1:{port} - "POST /generate HTTP/1.1" 200 OK')
+        roll = rng.random()
+        if roll < 0.06:
+            out.append(f"[{stamp()} TP0] Draft (3 steps):   0.74 ms/cyc  (  2.5%)")
+            out.append(f"[{stamp()} TP0] Target verify:     29.47 ms/cyc  ( 97.5%)")
+        elif roll < 0.08:
+            out.append(
+                f"[{stamp()} TP0] Scheduler hit an exception: Traceback (most recent call last):"
+            )
+            out.append('  File "/x/scheduler.py", line 1, in run')
+            out.append("RuntimeError: boom")
+        elif roll < 0.12:
+            out.append(prefix(0) + rng.choice(ODD))
+        elif roll < 0.13:
+            out.append("")
+        elif roll < 0.14:
+            out.append(f"[{stamp()}] KV cache pool is full. Retract requests. #retracted_reqs: 1")
+    text = "\n".join(out) + "\n"
+    text += prefix(0) + "Decode batch, #running-req: 12, #token: 14000, token usage: 0.0"
+    data = text.encode()
+    if seed % 3 == 0:  # a line with bytes that are not UTF-8
+        at = data.find(b"HTTP/1.1", len(data) // 2)
+        data = data[:at] + b"\xff\xfe" + data[at:]
+    return data
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_generated_logs_read_the_same(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / f"gen-{seed}.log"
+    path.write_bytes(generated_log(seed))
+    for chunk in (700, 5000, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+    assert Bulk.rows > 0
+
+
+def test_a_mid_file_layout_change_is_learned_not_read_line_by_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = "[2025-11-14 09:00:{s:02d} TP{rank}] " + D_OLD
+    new = "[2025-11-14 10:00:{s:02d}.123 TP{rank}] " + D_NEW
+    values = {"r": 5, "tok": 7, "u": 0.5, "a": 2, "ar": 0.5, "g": 99, "q": 0, "o": 50}
+    lines = [
+        (old if s < 30 else new).format(s=s, rank=rank, **values)
+        for s in range(60)
+        for rank in (1, 0, 2, 3)
+    ]
+    path = tmp_path / "change.log"
+    path.write_text("\n".join(lines) + "\n")
+    assert_same(path, monkeypatch, 1 << 20)
+    fed: list[int] = []
+    real = S._ChunkRun._feed
+
+    def feeding(self: Any, row: int) -> Any:
+        fed.append(row)
+        return real(self, row)
+
+    monkeypatch.setattr(S._ChunkRun, "_feed", feeding)
+    parse(path, monkeypatch, fast=True)
+    # the first lines of each layout settle the TP-rank state; the rest go in bulk
+    assert len(fed) < 20
+    assert Bulk.rows > 20
+
+
+# ---------------------------------------------------------------------- the rules behind it
+
+
+def _examples(pattern: str) -> list[str]:
+    """One text per top-level alternative of a regex made of literals and simple groups."""
+    alts, depth, start = [], 0, 0
+    for i, c in enumerate(pattern):
+        if c == "(" and pattern[i - 1 : i] != "\\":
+            depth += 1
+        elif c == ")" and pattern[i - 1 : i] != "\\":
+            depth -= 1
+        elif c == "|" and depth == 0:
+            alts.append(pattern[start:i])
+            start = i + 1
+    alts.append(pattern[start:])
+    out = []
+    for alt in alts:
+        text = re.sub(r"\(\?:([^|)]*)[^)]*\)", r"\1", alt)  # first choice of a group
+        out.append(re.sub(r"\\(.)", r"\1", text.replace(r"\w*", "")))  # unescape
+    return out
+
+
+def test_every_event_holds_a_rare_word() -> None:
+    # lines without a rare word skip `Reader.feed`: every event it acts on must hold one
+    examples = _examples(S._EVENT.pattern)
+    assert len(examples) >= 15
+    for text in examples:
+        assert S._EVENT.search(text), text
+        assert any(w in text for w in S._RARE), text
+    for text in ("server_args=ServerArgs(", "Draft: 1.00 ms/cyc", S.phase_timing.STAGE_SNIFF):
+        assert any(w in text for w in S._RARE)
+
+
+def test_polars_cleaning_is_clean() -> None:
+    rng = random.Random(9)
+    alphabet = [
+        "\x1b",
+        "[",
+        "]",
+        "0",
+        "1",
+        ";",
+        "m",
+        "*",
+        "`",
+        "~",
+        ">",
+        " ",
+        "a",
+        "\x07",
+        "(",
+        "B",
+        "=",
+        "?",
+        "K",
+        "\x1e",
+        "Decode batch",
+    ]
+    lines = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(25))) for _ in range(4000)]
+    got = S._clean_noisy(pl.Series(lines, dtype=pl.String)).to_list()
+    want = [_lines.clean(x.replace("\x1e", "\r")) for x in lines]
+    assert got == want
+
+
+def test_polars_splits_lines_as_the_line_reader_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    data = (
+        b'a\n\n  spaced  \n\ttab\n"quoted",x\n#hash\n\xc3\xa9t\xc3\xa9\n,,\n'
+        b"[2026-01-01 10:00:00] x\n" * 3
+    )
+    fast = S._Fast(S.Reader(ParseContext(file="x")), _lines.from_text(""), None)
+    got = fast._lines(_lines.Chunk(1, data))
+    assert got is not None
+    assert got.to_list() == data.decode().split("\n")[:-1]
+    for bad in (b"x\x1fy\n", b"\xef\xbb\xbfbom\n", b"x\x00y\n", b"\xff\n"):
+        assert fast._lines(_lines.Chunk(1, bad)) is None
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "[2026-01-01 10:00:00 TP0] Decode batch, #running-req: 1, token usage: 0.1",  # decimals
+        "[2026-01-01 10:00:00 TP0] Decode batch, #running-req: 1, #widgets: 2",  # unknown key
+        "[2026-01-01 10:00:00 TP0] Decode batch, #running-req: nan",  # not a plain number
+        "[2026-01-01 10:00:00 TP0 TP1] Decode batch, #running-req: 1",  # a tag twice
+        "2026-01-01 10:00:00 INFO [ TP0 x.py:1] Decode batch, #running-req: 1",  # prefix
+        "[2026-01-01 10:00:00 TP0] Decode batch, #running-req: 1, NCCL: 2",  # a rare word
+        "ms/cyc | [2026-01-01 10:00:00 TP0] Decode batch, #running-req: 1",  # one `feed` reads
+        "[10:00:00 TP0] Prefill batch(mixed #running-req: 2). #new-seq: 1",  # P1 mixed
+    ],
+)
+def test_no_layout_for_lines_read_otherwise(line: str) -> None:
+    assert S._learn(line) is None
+
+
+def test_a_layout_reads_its_own_line() -> None:
+    line = "sglang-1  | [2026-01-01 10:00:00.123 DP1 TP3] " + D_NEW.format(
+        r=4, tok=9, u=0.5, a=2.5, ar=0.5, g=12.5, q=0, o=45.5
+    )
+    layout = S._learn(line)
+    assert layout is not None
+    assert re.fullmatch(layout.pattern, line)
+    assert [m for m, _, _ in layout.outputs] == [
+        "running_req",
+        "num_token",
+        "token_usage",
+        "accept_len",
+        "accept_rate",
+        "cuda_graph",
+        "gen_throughput_tok_s",
+        "queue_req",
+        "fwd_occupancy",
+    ]
+    assert line[layout.ts_at : layout.ts_at + layout.ts_len] == "2026-01-01 10:00:00.123"
+    assert len(layout.idle_patterns) == 1
+    assert not re.fullmatch(layout.idle_patterns[0], line)
+    assert re.fullmatch(layout.idle_patterns[0], line.replace("#running-req: 4", "#running-req: 0"))

@@ -1,0 +1,182 @@
+"""The packed sample table, the columnar points of the analysis, and the progress bar."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from sessionlens import _progress, group, model
+from sessionlens.model import SAMPLE_COLUMNS, Sample, SampleBatch, SampleColumns
+from sessionlens.session import load_session
+
+
+def _samples(n: int, source: str = "a.log") -> list[Sample]:
+    return [
+        Sample(
+            metric=("gen_throughput_tok_s", "running_req")[i % 2],
+            value=float(i) / 4,
+            line=i + 1,
+            block=None if i % 3 else i // 3,
+            run=None,
+            rank=None if i % 5 == 0 else f"TP{i % 2}",
+            ts=f"2026-01-01 10:00:{i % 60:02d}",
+        )
+        for i in range(n)
+    ]
+
+
+def _batch(samples: list[Sample]) -> SampleBatch:
+    return SampleBatch(
+        pl.DataFrame(
+            {
+                "line": [s.line for s in samples],
+                "block": [s.block for s in samples],
+                "run": [s.run for s in samples],
+                "rank": [s.rank for s in samples],
+                "ts": [s.ts for s in samples],
+                "metric": [s.metric for s in samples],
+                "value": [s.value for s in samples],
+            },
+            schema_overrides={"block": pl.Int64, "run": pl.Int64},
+        )
+    )
+
+
+def _mixed(monkeypatch: pytest.MonkeyPatch, pack: int) -> SampleColumns:
+    monkeypatch.setattr(model, "_PACK_ROWS", pack)
+    cols = SampleColumns()
+    rows = _samples(40)
+    for s in rows[:7]:
+        cols.add("c1", "a.log", s)
+    cols.add_batch("c1", "a.log", _batch(rows[7:30]))
+    for s in rows[30:]:
+        cols.add("c2", "b.log", s)
+    return cols
+
+
+def _plain() -> SampleColumns:
+    cols = SampleColumns()
+    for i, s in enumerate(_samples(40)):
+        cols.add("c1" if i < 30 else "c2", "a.log" if i < 30 else "b.log", s)
+    return cols
+
+
+@pytest.mark.parametrize("pack", [3, 1000])
+def test_batches_and_packed_rows_keep_order_and_values(
+    monkeypatch: pytest.MonkeyPatch, pack: int
+) -> None:
+    got, want = _mixed(monkeypatch, pack), _plain()
+    assert len(got) == len(want) == 40
+    assert_frame_equal(got.frame(), want.frame())
+    assert got.rows() == want.rows()
+    for name in SAMPLE_COLUMNS:
+        assert getattr(got, name) == getattr(want, name), name
+    assert got.metric_names() == {"gen_throughput_tok_s", "running_req"}
+    assert got.frame().schema == want.frame().schema
+    assert got.lazy(categorical=True).collect_schema()["ts"] == pl.Categorical
+
+
+def test_extend_appends_packed_and_held_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    a = _mixed(monkeypatch, 3)
+    b = SampleColumns()
+    b.extend(a)
+    b.extend(_plain())
+    assert len(b) == 80
+    assert b.line == _plain().line * 2
+
+
+def test_parquet_is_the_frame(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cols = _mixed(monkeypatch, 3)
+    cols.write_parquet(tmp_path / "s.parquet")
+    assert_frame_equal(pl.read_parquet(tmp_path / "s.parquet"), cols.frame())
+    buf = io.BytesIO()
+    cols.write_parquet(buf)
+    assert_frame_equal(pl.read_parquet(io.BytesIO(buf.getvalue())), cols.frame())
+
+
+def test_a_small_table_does_not_need_polars() -> None:
+    cols = SampleColumns()
+    cols.add("c", "s", _samples(1)[0])
+    assert cols._parts == []
+    assert cols.value == [0.0]
+
+
+# ---------------------------------------------------------------------- points
+
+
+DECODE = (
+    "[2026-01-01 10:00:{s:02d} {rank}] Decode batch, #running-req: 4, #token: 100, "
+    "token usage: 0.01, cuda graph: True, gen throughput (token/s): {g:.2f}, #queue-req: 0\n"
+)
+
+
+def test_points_are_columns_that_read_as_points(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "x.log").write_text(
+        "".join(DECODE.format(s=s, rank="TP0", g=10.0 + s) for s in range(4))
+    )
+    values = group.values_by_config(load_session(tmp_path))
+    pts = values[("a", "gen_throughput_tok_s")]
+    assert isinstance(pts, group.PointList)
+    assert pts.values == [10.0, 11.0, 12.0, 13.0]
+    assert pts.sources == ["a/x.log"] * 4
+    assert pts.lines == [1, 2, 3, 4]
+    assert list(pts) == [group.Point(10.0 + i, "a/x.log", i + 1, None, None) for i in range(4)]
+    assert pts[-1] == group.Point(13.0, "a/x.log", 4, None, None)
+    assert pts[1:3].values == [11.0, 12.0]
+    assert len(group.PointList.empty()) == 0
+    assert not group.PointList.empty()
+
+
+def test_one_rank_per_source_skips_the_combination_it_would_not_change(tmp_path: Path) -> None:
+    # the shortcut (at most one rank per source) must equal the combination itself
+    (tmp_path / "a").mkdir()
+    text = "".join(DECODE.format(s=s // 2, rank="TP0", g=float(s)) for s in range(10))
+    (tmp_path / "a" / "x.log").write_text(text)
+    session = load_session(tmp_path)
+    quick = group.values_by_config(session)
+    df = session.columns.lazy(categorical=True).with_row_index("_order").collect()
+    keyed = pl.col("ts").is_not_null() & pl.col("rank").is_not_null()
+    full = group._combine(df, keyed)
+    assert quick[("a", "gen_throughput_tok_s")].values == (
+        full.filter(pl.col("metric").cast(pl.String) == "gen_throughput_tok_s")["value"].to_list()
+    )
+
+
+# ---------------------------------------------------------------------- progress
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_no_bar_when_stderr_is_not_a_terminal_or_quiet() -> None:
+    out = io.StringIO()
+    with _progress.progress(100, stream=out, delay=0) as advance:
+        advance(10)
+    assert advance is _progress._nothing
+    tty = _Tty()
+    with _progress.progress(100, enabled=False, stream=tty, delay=0) as advance:
+        advance(10)
+    assert tty.getvalue() == ""
+
+
+def test_no_bar_for_quick_work() -> None:
+    tty = _Tty()
+    with _progress.progress(100, stream=tty, delay=60) as advance:
+        for _ in range(10):
+            advance(10)
+    assert tty.getvalue() == ""
+
+
+def test_a_bar_for_slow_work_on_a_terminal() -> None:
+    tty = _Tty()
+    with _progress.progress(1000, label="parsing", stream=tty, delay=0) as advance:
+        advance(100)
+        advance(100)
+    assert "parsing" in tty.getvalue()

@@ -186,11 +186,6 @@ class SourceText:
             return [_nul_line(first + i, part, False, nul) for i, part in enumerate(parts)]
         return [Line(first + i, clean(part)) for i, part in enumerate(parts)]
 
-    def note_bad_lines(self, first_line_before: int, data: bytes) -> str:
-        """Decode whole lines as `chunk_lines` does (for readers that decode chunks
-        themselves); lines that are not UTF-8 are noted for the `non-utf8` diagnostic."""
-        return _decode(data, first_line_before, self._bad_lines)
-
     def _finish(self, no: int) -> None:
         nul_lines = self._nul_lines
         if nul_lines:

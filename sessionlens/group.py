@@ -1,8 +1,9 @@
 """Grouping: config × metric value lists, DP-group combination, settings diff, confounds.
 
 Owns the grouping keys (config, metric; DP groups combined per timestamp with each metric's
-`sum`/`mean` rule, DESIGN §3), the settings that differ between configs, and the confound
-rule of DESIGN §4 (with the launch-noise constant). It must not run statistical tests.
+`sum`/`mean` rule, DESIGN §3) and the values as columns (`PointList`), the settings that
+differ between configs, and the confound rule of DESIGN §4 (with the launch-noise constant).
+It must not run statistical tests.
 """
 
 from __future__ import annotations
@@ -195,6 +196,20 @@ class PointList(Sequence[Point]):
 
 
 Values = dict[tuple[str, str], PointList]
+
+
+def values_of(points: Sequence[Point]) -> list[float]:
+    """The values of points, in order (a `PointList` gives its column: no `Point`s made)."""
+    if isinstance(points, PointList):
+        return points.values
+    return [p.value for p in points]
+
+
+def sources_of(points: Sequence[Point]) -> set[str]:
+    """The sources the points were read from."""
+    if isinstance(points, PointList):
+        return set(points.sources)
+    return {p.source for p in points}
 
 
 def values_by_config(session: Session) -> Values:

@@ -1,9 +1,9 @@
 """Records that flow from the parsers to the analysis, and the parse result.
 
-Owns the record types a parser yields (`Sample`, `Setting`, `BlockStart`, `SummaryItem`),
-the pydantic metadata of a source (`SourceInfo`, `BlockInfo`) and `ParseResult`. It must not
-parse, compute or format. `Sample` is a slotted dataclass rather than a pydantic model: a
-day-long server log yields millions of them, and validation would cost more than parsing.
+Owns the record types a parser yields (`Sample`, `Setting`, `BlockStart`, `SummaryItem`,
+and `SampleBatch` for a fast path), the packed sample table (`SampleColumns`), the pydantic
+metadata of a source (`SourceInfo`, `BlockInfo`) and `ParseResult`. It must not parse, compute
+or format. A day-long server log yields millions of samples: no pydantic per sample.
 """
 
 from __future__ import annotations
@@ -275,7 +275,7 @@ class SampleColumns:
         """The metrics present (without building the table)."""
         names = set(self._metric)
         for part in self._parts:
-            names.update(part["metric"].cast(pl_string()).unique().to_list())
+            names.update(str(m) for m in part["metric"].unique().to_list())
         return names
 
     def rows(self) -> list[dict[str, Any]]:
@@ -328,12 +328,6 @@ class SampleColumns:
         """Write the tidy table as Parquet to a path or a binary file, streamed part by part
         (the string columns are never built for the whole table at once)."""
         self.lazy().sink_parquet(target)
-
-
-def pl_string() -> Any:
-    import polars as pl
-
-    return pl.String
 
 
 def _schema() -> dict[str, Any]:

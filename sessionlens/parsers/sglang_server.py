@@ -1,7 +1,7 @@
-"""`sglang-server`: SGLang server logs — Decode/Prefill variants D1–D10 and P1–P11 read by key,
-the TP-rank duplicate rule, `server_args=` settings (via `_literal`, never eval), start-up and
-error events; phase lines go to `phase_timing.Reader`. `Reader` is the line-level state machine
-other parsers embed; `parse` only drives it. It must not group across sources or open files.
+"""`sglang-server`: SGLang server logs — Decode/Prefill D1–D10 and P1–P11 read by key, the TP-rank
+duplicate rule, `server_args=` settings (via `_literal`, never eval), start-up and error events;
+phase lines go to `phase_timing.Reader`. `Reader` is the line state machine; `parse` drives it, big
+files a chunk at a time where that gives exactly its records. It never groups sources, opens files.
 """
 
 from __future__ import annotations
@@ -743,22 +743,24 @@ def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
 
 # ---------------------------------------------------------------------- fast path
 #
-# Read line by line, a day-long log (1 GB, 6 million lines) costs minutes of Python. The
+# Read line by line, a day-long log (1 GB, 6.8 million lines) costs minutes of Python. The
 # fast path reads a whole chunk with polars and leaves to `Reader.feed` only the lines it
 # cannot prove it reads exactly the same way. Its rules, each keeping the result identical:
-# - a chunk is split into lines by polars only when that split is exact (no `\r`, no
-#   `\x1f`, no BOM, valid UTF-8; the row count is checked against the newlines);
+# - polars splits a chunk into lines only where that split is `_lines`' split (no `\x1f`,
+#   NUL or BOM, valid UTF-8, `\r` parked; every byte accounted for, no line with a `\n`);
 # - lines with terminal noise are cleaned by `_lines.clean` itself, or, when the noise is
 #   only ANSI codes and `**`, by the same substitutions done in polars;
 # - a line that holds none of the words `feed` acts on is skipped; an access line is counted;
 #   a line with a rare word (events, server args, phase lines) goes to `feed`;
-# - a batch line is read by a layout: a regex learned from a line `feed` has read, which
-#   pins its prefix shape, field keys and value shapes, so that a line matching it yields
-#   what `feed` would yield; a line that matches no layout goes to `feed` (which may teach
-#   a new layout: a mid-file restart with another version's layout costs one line);
+# - a batch line is read by a layout: a regex learned from a batch line's text that pins its
+#   prefix shape, field keys and value shapes, so that a line matching it yields what `feed`
+#   would yield; a line no layout reads goes to `feed` (and may teach a new layout: a
+#   mid-file restart with another version's layout costs a few lines);
 # - the TP-rank rule is applied in bulk only in its steady state (the emitting rank of a
-#   group known and nothing held back); any other line goes to `feed`.
-# `tests/parsers/test_sglang_server_fast.py` compares both paths on every fixture.
+#   group known and nothing held back); any other batch line goes to `feed`;
+# - a chunk's samples are handed over at its end in the order `feed` would have yielded them.
+# Chunks are split, classified and matched on worker threads; the main thread walks them in
+# order. `tests/parsers/test_sglang_server_fast.py` compares both paths on every fixture.
 
 FAST = True  # tests switch it off to compare with the line-by-line path
 FAST_MIN_BYTES = 512 << 10  # smaller files are read line by line (polars is not imported)

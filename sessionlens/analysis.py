@@ -231,7 +231,7 @@ def _finite(x: float | None) -> float | None:
 
 
 def _summary(points: Sequence[group.Point], metric: str, alpha: float) -> MetricSummary:
-    s = stats.summarize([p.value for p in points], alpha)
+    s = stats.summarize(group.values_of(points), alpha)
     return MetricSummary(
         n=s.n,
         mean=s.mean,
@@ -303,7 +303,7 @@ def analyze(session: Session) -> Analysis:
                 a, b = values.get((baseline, m)), values.get((name, m))
                 if not a or not b:
                     continue
-                cmp = stats.compare([p.value for p in a], [p.value for p in b], session.alpha)
+                cmp = stats.compare(group.values_of(a), group.values_of(b), session.alpha)
                 comparisons.append(comparison_result(cmp, m, baseline, name))
 
     run_metrics = [m for m in HEADLINE if any((n, m) in values for n in names)][:1]
@@ -382,7 +382,7 @@ def _from_server(
     values: Mapping[tuple[str, str], Sequence[group.Point]],
 ) -> bool:
     formats = {s.path: s.format for s in session.sources}
-    return any(formats.get(p.source) in SERVER_FORMATS for p in values[(config, metric)])
+    return any(formats.get(s) in SERVER_FORMATS for s in group.sources_of(values[(config, metric)]))
 
 
 def _judge(
@@ -392,8 +392,8 @@ def _judge(
     settings: dict[str, dict[str, Any]],
     diags: list[dg.Diagnostic],
 ) -> HypothesisResult:
-    a = [p.value for p in values.get((h.baseline, h.metric), [])]
-    b = [p.value for p in values.get((h.candidate, h.metric), [])]
+    a = group.values_of(values.get((h.baseline, h.metric), []))
+    b = group.values_of(values.get((h.candidate, h.metric), []))
     j = verdict.judge(a, b, h.direction, h.min_effect, session.alpha, h.metric)
     found = group.confounds(settings[h.baseline], settings[h.candidate], h.varies)
     for key, va, vb in found:
@@ -450,7 +450,7 @@ def _show(value: Any) -> str:
 
 
 def _mean(points: Sequence[group.Point] | None) -> float | None:
-    vals = [p.value for p in points or [] if math.isfinite(p.value)]
+    vals = [v for v in group.values_of(points or []) if math.isfinite(v)]
     return math.fsum(vals) / len(vals) if vals else None
 
 

@@ -132,6 +132,7 @@ def parse_cmd(
 ) -> int:
     """Parse log files into the tidy sample table and print a summary, JSON, CSV or Parquet."""
     from . import _discover, _output
+    from ._progress import progress as progress_bar
     from .errors import InputError
     from .model import ParseResult, SampleColumns
     from .parsers import parse_path
@@ -159,13 +160,15 @@ def parse_cmd(
         _output.refuse_inputs(out, [p for p, _ in paths])
     columns = SampleColumns()
     sources = []
-    for path, shown in paths:
-        config = path.resolve().parent.name
-        info, file_diags = parse_path(
-            path, config=config, source=shown, columns=columns, format=pin
-        )
-        sources.append(info)
-        diags.extend(file_diags)
+    total = sum(p.stat().st_size for p, _ in paths if p.is_file())
+    with progress_bar(total) as advance:  # stderr, a terminal, work of over a second only
+        for path, shown in paths:
+            config = path.resolve().parent.name
+            info, file_diags = parse_path(
+                path, config=config, source=shown, columns=columns, format=pin, progress=advance
+            )
+            sources.append(info)
+            diags.extend(file_diags)
     result = ParseResult(sources, diags, columns)
     for d in result.diagnostics:
         _err(str(d))
@@ -179,7 +182,7 @@ def parse_cmd(
         # into memory first: polars reports a full disk as its own ComputeError, while our
         # own writes turn every OSError into one exit-2 line
         buf = io.BytesIO()
-        result.samples.write_parquet(buf)
+        result.columns.write_parquet(buf)  # streamed: no full string columns
         _output.write_atomic(out, buf.getvalue())
         return 0
     text = {"table": parsed.to_table, "json": parsed.to_json, "csv": parsed.to_csv}[kind](result)
@@ -237,7 +240,9 @@ def report_cmd(
     from .session import load_session
 
     kind = resolve_format(fmt.value if fmt else None, out, ("md", "html", "json"), "md")
-    session = load_session(logdir, baseline=baseline, hypotheses=hypothesis or [])
+    session = load_session(
+        logdir, baseline=baseline, hypotheses=hypothesis or [], progress=not quiet
+    )
     if out is not None:
         _output.refuse_inputs(out, session.input_paths())
     if len(session.columns) == 0:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _discover
 from . import diagnostics as dg
+from ._progress import progress as progress_bar
 from .errors import ManifestError, UsageError
 from .manifest import ConfigSpec, HypothesisSpec, Manifest, load, parse_hypothesis
 from .model import SampleColumns, SourceInfo
@@ -98,6 +99,13 @@ def digest(entries: Sequence[tuple[str, str]]) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _hash_file(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as fh:
@@ -120,6 +128,7 @@ def load_session(
     path: str | Path,
     baseline: str | None = None,
     hypotheses: Sequence[str] = (),
+    progress: bool = False,
 ) -> Session:
     """Load a session folder: manifest or sub-folder configs, every input parsed."""
     root = Path(path)
@@ -172,36 +181,47 @@ def load_session(
     columns = SampleColumns()
     sources: list[SourceInfo] = []
     digest_entries: list[tuple[str, str]] = []
-    for file, rel in zip(files, rels, strict=True):
-        config = assign[rel]
-        if config is None:
-            try:
-                sha = _hash_file(file)
-            except OSError as exc:
-                diags.append(
-                    dg.make(
-                        "unreadable-file", rel, None, f"cannot read the file: {exc.strerror or exc}"
+    # a bar on stderr for big sessions (only on a terminal, after about a second)
+    with progress_bar(sum(_size(f) for f in files), enabled=progress) as advance:
+        for file, rel in zip(files, rels, strict=True):
+            config = assign[rel]
+            if config is None:
+                try:
+                    sha = _hash_file(file)
+                    advance(_size(file))
+                except OSError as exc:
+                    diags.append(
+                        dg.make(
+                            "unreadable-file",
+                            rel,
+                            None,
+                            f"cannot read the file: {exc.strerror or exc}",
+                        )
                     )
+                    continue
+                digest_entries.append((rel, sha))
+                sources.append(SourceInfo(path=rel, format=None, sha256=sha))
+                where = (
+                    "no config's paths match it"
+                    if manifest is not None
+                    else "it sits beside the config sub-folders"
+                )
+                diags.append(
+                    dg.make("unassigned-input", rel, None, f"no config takes this input: {where}")
                 )
                 continue
-            digest_entries.append((rel, sha))
-            sources.append(SourceInfo(path=rel, format=None, sha256=sha))
-            where = (
-                "no config's paths match it"
-                if manifest is not None
-                else "it sits beside the config sub-folders"
+            info, file_diags = parse_path(
+                file,
+                config=config,
+                source=rel,
+                columns=columns,
+                format=spec_by_name[config].format,
+                progress=advance,
             )
-            diags.append(
-                dg.make("unassigned-input", rel, None, f"no config takes this input: {where}")
-            )
-            continue
-        info, file_diags = parse_path(
-            file, config=config, source=rel, columns=columns, format=spec_by_name[config].format
-        )
-        sources.append(info)
-        diags.extend(file_diags)
-        if info.sha256:
-            digest_entries.append((rel, info.sha256))
+            sources.append(info)
+            diags.extend(file_diags)
+            if info.sha256:
+                digest_entries.append((rel, info.sha256))
 
     hyps = list(manifest.hypotheses) if manifest else []
     start = len(hyps)
@@ -219,7 +239,7 @@ def load_session(
                     f"--hypothesis {h.claim!r}: unknown {role} config {name!r} "
                     f"(configs: {', '.join(names)})"
                 )
-    present = set(columns.metric)
+    present = columns.metric_names()
     for h in hyps:
         if h.metric not in present:
             have = ", ".join(sorted(present)) or "none"

@@ -12,6 +12,7 @@ The pipeline for one file:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from ..model import (
     BlockStart,
     ParseResult,
     Sample,
+    SampleBatch,
     SampleColumns,
     Setting,
     SourceInfo,
@@ -87,6 +89,14 @@ def parse_source(
         raise UsageError(f"unknown format {format!r} (known: {known})")
     fid = format or detect(src.head, src.name)
     ctx = ParseContext(file=source)
+    batched = 0
+
+    def take(batch: SampleBatch) -> None:
+        nonlocal batched
+        columns.add_batch(config, source, batch)
+        batched += len(batch)
+
+    ctx.sink = take
     settings: dict[str, Any] = {}
     summary: dict[str, Any] = {}
     blocks: dict[int, dict[str, Any]] = {}
@@ -114,6 +124,7 @@ def parse_source(
                 summary[rec.key] = rec.value
             else:
                 ctx.diagnostics.append(rec)
+        n_samples += batched
     diags = list(src.notes) + ctx.diagnostics
     is_empty = any(d.code == "empty-file" for d in src.notes)
     if fid is None and not is_empty:
@@ -155,7 +166,13 @@ def parse_source(
 
 
 def parse_path(
-    path: Path, *, config: str, source: str, columns: SampleColumns, format: str | None = None
+    path: Path,
+    *,
+    config: str,
+    source: str,
+    columns: SampleColumns,
+    format: str | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> tuple[SourceInfo, list[dg.Diagnostic]]:
     """Read and parse one file; an unreadable file is a diagnostic, not an exception."""
     try:
@@ -165,6 +182,7 @@ def parse_path(
         return SourceInfo(path=source, format=None), [
             dg.make("unreadable-file", source, None, f"cannot read the file: {reason}")
         ]
+    src.progress = progress  # fed the bytes read, as they are read
     try:
         return parse_source(src, config=config, source=source, columns=columns, format=format)
     except OSError as exc:  # failed mid-read

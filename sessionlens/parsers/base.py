@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from .. import diagnostics as dg
 from .._lines import SourceText
-from ..model import Record
+from ..model import Record, SampleBatch
 
 
 class Parser(Protocol):
@@ -41,6 +41,9 @@ class ParseContext:
     diagnostics: list[dg.Diagnostic] = field(default_factory=list)
     counts: Counter[str] = field(default_factory=Counter)
     embedded: set[str] = field(default_factory=set)
+    # Where a parser may hand whole batches of samples (a fast path); None: it yields
+    # `Sample`s one by one.
+    sink: Callable[[SampleBatch], None] | None = None
 
     def warn(
         self, line: int | None, code: str, message: str, level: dg.Level | None = None

@@ -1,8 +1,8 @@
 """`analyze(session) -> Analysis`: the JSON report of DESIGN §7 as a pydantic model.
 
 Owns the contract model and the orchestration group → stats → verdict → specmath. Fields
-beyond DESIGN §7 (`comparisons`, `runs`, `sources`, `alpha`, `baseline`, per-metric `unit`
-and `warnings`) extend it. It must not format numbers: floats stay unrounded.
+beyond DESIGN §7 (`comparisons`, `runs`, `runs_omitted`, `sources`, `alpha`, `baseline`,
+per-metric `unit` and `warnings`) extend it. It must not format numbers: floats stay unrounded.
 """
 
 from __future__ import annotations
@@ -181,7 +181,16 @@ class Analysis(_Model):
     baseline: str | None = None
     comparisons: list[ComparisonResult] = Field(default_factory=list)
     runs: list[RunRow] = Field(default_factory=list)
+    # configs whose headline series is longer than RUNS_LISTED: its number of values (not in
+    # `runs`; `sessionlens parse --format parquet` gives every one)
+    runs_omitted: dict[str, int] = Field(default_factory=dict)
     sources: list[SourceRef] = Field(default_factory=list)
+
+
+# A config's headline values are listed one row each (and charted) up to this many: a
+# benchmark's runs, not the hundreds of thousands of decode intervals of a day-long server
+# log, which no one reads in a table and which would cost more to render than to read.
+RUNS_LISTED = 1000
 
 
 def economics_result(
@@ -231,7 +240,7 @@ def _finite(x: float | None) -> float | None:
 
 
 def _summary(points: Sequence[group.Point], metric: str, alpha: float) -> MetricSummary:
-    s = stats.summarize(group.values_of(points), alpha)
+    s = stats.summarize(group.column_of(points), alpha)
     return MetricSummary(
         n=s.n,
         mean=s.mean,
@@ -303,14 +312,18 @@ def analyze(session: Session) -> Analysis:
                 a, b = values.get((baseline, m)), values.get((name, m))
                 if not a or not b:
                     continue
-                cmp = stats.compare(group.values_of(a), group.values_of(b), session.alpha)
+                cmp = stats.compare(group.column_of(a), group.column_of(b), session.alpha)
                 comparisons.append(comparison_result(cmp, m, baseline, name))
 
     run_metrics = [m for m in HEADLINE if any((n, m) in values for n in names)][:1]
     runs: list[RunRow] = []
+    runs_omitted: dict[str, int] = {}
     for name in names:
         for m in run_metrics:
             pts: Sequence[group.Point] = values.get((name, m), [])
+            if len(pts) > RUNS_LISTED:
+                runs_omitted[name] = len(pts)
+                continue
             flagged = (
                 {(o.source, o.line) for o in by_name[name].metrics[m].outliers} if pts else set()
             )
@@ -361,6 +374,7 @@ def analyze(session: Session) -> Analysis:
         baseline=baseline,
         comparisons=comparisons,
         runs=runs,
+        runs_omitted=runs_omitted,
         sources=[
             SourceRef(
                 path=s.path,
@@ -392,8 +406,8 @@ def _judge(
     settings: dict[str, dict[str, Any]],
     diags: list[dg.Diagnostic],
 ) -> HypothesisResult:
-    a = group.values_of(values.get((h.baseline, h.metric), []))
-    b = group.values_of(values.get((h.candidate, h.metric), []))
+    a = group.column_of(values.get((h.baseline, h.metric), []))
+    b = group.column_of(values.get((h.candidate, h.metric), []))
     j = verdict.judge(a, b, h.direction, h.min_effect, session.alpha, h.metric)
     found = group.confounds(settings[h.baseline], settings[h.candidate], h.varies)
     for key, va, vb in found:
@@ -450,8 +464,8 @@ def _show(value: Any) -> str:
 
 
 def _mean(points: Sequence[group.Point] | None) -> float | None:
-    vals = [v for v in group.values_of(points or []) if math.isfinite(v)]
-    return math.fsum(vals) / len(vals) if vals else None
+    s = stats.summarize(group.column_of(points or []))
+    return s.mean
 
 
 def _is_speculative(

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
-from . import metrics
+from . import metrics, stats
 
 if TYPE_CHECKING:
     import numpy as np
@@ -202,6 +202,14 @@ def values_of(points: Sequence[Point]) -> list[float]:
     """The values of points, in order (a `PointList` gives its column: no `Point`s made)."""
     if isinstance(points, PointList):
         return points.values
+    return [p.value for p in points]
+
+
+def column_of(points: Sequence[Point]) -> stats.Values:
+    """The values of points as one column: a `PointList`'s float64 array (no copy), else a
+    list. For `stats`, which computes large inputs on arrays."""
+    if isinstance(points, PointList):
+        return points._values
     return [p.value for p in points]
 
 

@@ -101,14 +101,18 @@ def _rule(cmp: stats.Comparison, direction: Direction, min_effect: float) -> tup
     return decide(cmp.change, cmp.ci_low, cmp.ci_high, direction, min_effect)
 
 
-def _without(values: Sequence[float], drop: tuple[int, ...]) -> list[float]:
+def _without(values: stats.Values, drop: tuple[int, ...]) -> stats.Values:
+    if not isinstance(values, Sequence):  # an array
+        import numpy as np
+
+        return np.delete(values, list(drop))
     gone = set(drop)
     return [v for i, v in enumerate(values) if i not in gone]
 
 
 def judge(
-    a: Sequence[float],
-    b: Sequence[float],
+    a: stats.Values,
+    b: stats.Values,
     direction: Direction,
     min_effect: float,
     alpha: float = 0.05,

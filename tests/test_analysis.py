@@ -124,8 +124,10 @@ def test_vllm_cycle_estimate_pairs_spec_lines_with_engine_lines(tmp_path: Path) 
     import shutil
 
     src = FIXTURES / "formats" / "vllm-server"
-    for name, fixture in (("eagle", "v0.9.2-data-parallel-compose.log"),
-                          ("ngram", "v0.8.5-apiserver-ansi-no-bonus.log")):
+    for name, fixture in (
+        ("eagle", "v0.9.2-data-parallel-compose.log"),
+        ("ngram", "v0.8.5-apiserver-ansi-no-bonus.log"),
+    ):
         (tmp_path / name).mkdir()
         shutil.copy(src / fixture, tmp_path / name / fixture)
     a = analyze(load_session(tmp_path, hypotheses=["ngram > eagle on gen_throughput_tok_s"]))

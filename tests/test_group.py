@@ -8,13 +8,27 @@ from sessionlens.analysis import analyze
 from sessionlens.group import confounds, is_noise, settings_diff, values_by_config
 from sessionlens.session import load_session
 
-A = {"attention_backend": "fa3", "tp_size": 8, "port": 30000, "random_seed": 1,
-     "max_tokens": 2048, "num_runs": 5, "log_dir": "/tmp/a", "speculative_attention_mode": "prefill"}
+A = {
+    "attention_backend": "fa3",
+    "tp_size": 8,
+    "port": 30000,
+    "random_seed": 1,
+    "max_tokens": 2048,
+    "num_runs": 5,
+    "log_dir": "/tmp/a",
+    "speculative_attention_mode": "prefill",
+}
 
 
 def test_named_setting_is_no_confound() -> None:
-    b = dict(A, speculative_attention_mode="decode", port=30001, random_seed=2, num_runs=3,
-             log_dir="/tmp/b")
+    b = dict(
+        A,
+        speculative_attention_mode="decode",
+        port=30001,
+        random_seed=2,
+        num_runs=3,
+        log_dir="/tmp/b",
+    )
     assert confounds(A, b, ["speculative_attention_mode"]) == []
     assert confounds(A, b, None) == []  # one setting differs: that is the treatment
 
@@ -22,10 +36,12 @@ def test_named_setting_is_no_confound() -> None:
 def test_unnamed_settings_are_confounds() -> None:
     b = dict(A, speculative_attention_mode="decode", attention_backend="triton")
     assert confounds(A, b, ["speculative_attention_mode"]) == [
-        ("attention_backend", "fa3", "triton")]
+        ("attention_backend", "fa3", "triton")
+    ]
     assert confounds(A, b, None) == [
         ("attention_backend", "fa3", "triton"),
-        ("speculative_attention_mode", "prefill", "decode")]
+        ("speculative_attention_mode", "prefill", "decode"),
+    ]
 
 
 def test_benchmark_parameters_are_confounds_unless_varied() -> None:
@@ -43,16 +59,27 @@ def test_one_sided_keys_are_no_confound() -> None:
 
 
 def test_launch_noise() -> None:
-    for key in ("port", "host", "random_seed", "nccl_port", "log_dir", "crash_dump_folder",
-                "metrics.port", "dist_init_addr", "download_dir"):
+    for key in (
+        "port",
+        "host",
+        "random_seed",
+        "nccl_port",
+        "log_dir",
+        "crash_dump_folder",
+        "metrics.port",
+        "dist_init_addr",
+        "download_dir",
+    ):
         assert is_noise(key), key
     for key in ("attention_backend", "tp_size", "model_path", "speculative_num_steps"):
         assert not is_noise(key), key
 
 
-DECODE = ("[2026-01-01 10:00:{s:02d} {rank}] Decode batch, #running-req: {r}, #token: 100, "
-          "token usage: 0.01, accept len: {a:.2f}, accept rate: 0.50, cuda graph: True, "
-          "gen throughput (token/s): {g:.2f}, #queue-req: 0\n")
+DECODE = (
+    "[2026-01-01 10:00:{s:02d} {rank}] Decode batch, #running-req: {r}, #token: 100, "
+    "token usage: 0.01, accept len: {a:.2f}, accept rate: 0.50, cuda graph: True, "
+    "gen throughput (token/s): {g:.2f}, #queue-req: 0\n"
+)
 
 
 def test_dp_groups_combine_per_timestamp(tmp_path: Path) -> None:
@@ -74,8 +101,9 @@ def test_dp_groups_combine_per_timestamp(tmp_path: Path) -> None:
 
 def test_same_rank_twice_in_one_second_is_not_summed(tmp_path: Path) -> None:
     (tmp_path / "c").mkdir()
-    text = (DECODE.format(s=1, rank="DP0 TP0", r=1, a=2.0, g=60.0)
-            + DECODE.format(s=1, rank="DP0 TP0", r=1, a=2.0, g=62.0))
+    text = DECODE.format(s=1, rank="DP0 TP0", r=1, a=2.0, g=60.0) + DECODE.format(
+        s=1, rank="DP0 TP0", r=1, a=2.0, g=62.0
+    )
     (tmp_path / "c" / "server.log").write_text(text)
     values = values_by_config(load_session(tmp_path))
     assert [p.value for p in values[("c", "gen_throughput_tok_s")]] == [60.0, 62.0]

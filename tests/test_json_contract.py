@@ -9,20 +9,63 @@ import pytest
 from sessionlens.cli import main
 from tests.conftest import FIXTURES
 
-TOP = {"sessionlens_version", "title", "inputs_digest", "configs", "settings_diff",
-       "hypotheses", "economics", "args", "diagnostics"}
+TOP = {
+    "sessionlens_version",
+    "title",
+    "inputs_digest",
+    "configs",
+    "settings_diff",
+    "hypotheses",
+    "economics",
+    "args",
+    "diagnostics",
+}
 CONFIG = {"name", "label", "settings", "sources", "metrics"}
 METRIC = {"n", "mean", "median", "stdev", "cv", "ci_low", "ci_high", "min", "max", "outliers"}
 OUTLIER = {"source", "line", "value"}
-HYPOTHESIS = {"id", "claim", "metric", "baseline", "candidate", "direction", "min_effect",
-              "verdict", "change", "ci_low", "ci_high", "p_welch", "p_mannwhitney", "p_holm",
-              "hedges_g", "n_baseline", "n_candidate", "runs_needed",
-              "verdict_without_outliers", "confounds", "reason"}
-ECONOMICS = {"config", "cycle_ms", "cycle_is_estimate", "accept_len", "steps",
-             "measured_tok_s", "ceiling_tok_s", "efficiency", "baseline_config",
-             "baseline_tok_s", "break_even_accept_len", "p_current_chain",
-             "p_current_unbounded", "target_tok_s", "target_accept_len", "reachable",
-             "p_needed_chain", "p_needed_unbounded"}
+HYPOTHESIS = {
+    "id",
+    "claim",
+    "metric",
+    "baseline",
+    "candidate",
+    "direction",
+    "min_effect",
+    "verdict",
+    "change",
+    "ci_low",
+    "ci_high",
+    "p_welch",
+    "p_mannwhitney",
+    "p_holm",
+    "hedges_g",
+    "n_baseline",
+    "n_candidate",
+    "runs_needed",
+    "verdict_without_outliers",
+    "confounds",
+    "reason",
+}
+ECONOMICS = {
+    "config",
+    "cycle_ms",
+    "cycle_is_estimate",
+    "accept_len",
+    "steps",
+    "measured_tok_s",
+    "ceiling_tok_s",
+    "efficiency",
+    "baseline_config",
+    "baseline_tok_s",
+    "break_even_accept_len",
+    "p_current_chain",
+    "p_current_unbounded",
+    "target_tok_s",
+    "target_accept_len",
+    "reachable",
+    "p_needed_chain",
+    "p_needed_unbounded",
+}
 DIAGNOSTIC = {"level", "code", "file", "line", "message"}
 
 
@@ -33,15 +76,28 @@ def doc() -> dict:
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-        assert main(["report", str(FIXTURES / "sessions" / "eagle3-attention-mode"),
-                     "--format", "json"]) == 0
+        assert (
+            main(
+                ["report", str(FIXTURES / "sessions" / "eagle3-attention-mode"), "--format", "json"]
+            )
+            == 0
+        )
     return json.loads(out.getvalue())
 
 
 def test_contract_keys(doc: dict) -> None:
     assert set(doc) >= TOP
-    assert list(doc)[:9] == ["sessionlens_version", "title", "inputs_digest", "configs",
-                             "settings_diff", "hypotheses", "economics", "args", "diagnostics"]
+    assert list(doc)[:9] == [
+        "sessionlens_version",
+        "title",
+        "inputs_digest",
+        "configs",
+        "settings_diff",
+        "hypotheses",
+        "economics",
+        "args",
+        "diagnostics",
+    ]
     for c in doc["configs"]:
         assert set(c) >= CONFIG
         for m in c["metrics"].values():

@@ -524,3 +524,30 @@ def test_settings_only_some_configs_record_come_in_a_second_table(analysis: Anal
         ["tp_size", "8", "—", "—"],
     ]
     assert "Recorded by some configs only" in part
+
+
+def test_long_series_are_summarised_not_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above RUNS_LISTED values a config gets no row per value (a day-long server log has
+    hundreds of thousands): the report names it with its count; shorter configs keep rows."""
+    import sessionlens.analysis as analysis_mod
+
+    root = make_session(tmp_path / "session")
+    full = analyze(load_session(root))
+    counts = {c.name: c.metrics[full.runs[0].metric].n for c in full.configs}
+    longest = max(counts, key=lambda c: counts[c])
+    monkeypatch.setattr(analysis_mod, "RUNS_LISTED", counts[longest] - 1)
+    a = analyze(load_session(root))
+    assert a.runs_omitted == {c: n for c, n in counts.items() if n > counts[longest] - 1}
+    assert longest in a.runs_omitted
+    assert not [r for r in a.runs if r.config in a.runs_omitted]
+    assert {r.config for r in a.runs} == set(counts) - set(a.runs_omitted)
+    # the statistics still use every value
+    assert a.configs == full.configs
+    md = render_report(a, "md", "../session")
+    runs = md.split("## Runs", 1)[1].split("\n## ", 1)[0]
+    assert f"more than {counts[longest] - 1}" in runs
+    for c in a.runs_omitted:
+        assert f"- {c}: {counts[c]} values of" in runs
+    assert json.loads(render_report(a, "json", "../session"))["runs_omitted"] == a.runs_omitted

@@ -362,3 +362,59 @@ def test_importing_the_statistics_layer_loads_no_heavy_module():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+# ---------------------------------------------------------------- large inputs on arrays
+
+
+def _big_samples() -> list[list[float]]:
+    rng = np.random.default_rng(7)
+    n = stats._ARRAY_FROM
+    gauss = (rng.normal(60, 5, n + 1)).tolist()
+    return [
+        gauss,  # odd length
+        gauss[:-1],  # even length
+        np.round(rng.normal(60, 5, n + 500), 1).tolist(),  # one decimal: many ties
+        [60.0] * (n - 3) + [1.0, 2.0, 300.0],  # MAD 0: nothing flagged
+        [60.0 + (i % 7) for i in range(n)] + [500.0, -400.0],  # two far values flagged
+        rng.choice([1.5, 2.5, math.nan, math.inf, -math.inf, 3.0], n + 7).tolist(),
+        rng.lognormal(0, 3, n + 3).tolist(),  # heavy tail, large magnitudes
+        [math.nan] * n,  # nothing finite
+    ]
+
+
+@pytest.mark.parametrize("values", _big_samples())
+def test_large_inputs_give_the_list_paths_results_bit_for_bit(values, monkeypatch):
+    on_arrays = summarize(values), summarize(np.array(values)), stats.outliers(values)
+    monkeypatch.setattr(stats, "_ARRAY_FROM", 10**9)  # force the list path
+    on_lists = summarize(values), stats.outliers(values)
+    assert on_arrays[0] == on_lists[0]
+    assert on_arrays[1] == on_lists[0]
+    assert on_arrays[2] == on_lists[1]
+
+
+def test_large_input_summary_against_numpy_and_scipy():
+    values = _big_samples()[4]
+    s = summarize(np.array(values))
+    x = np.array(values)
+    assert s.n == len(values)
+    assert s.mean == pytest.approx(float(x.mean()), rel=1e-15)
+    assert s.stdev == pytest.approx(float(x.std(ddof=1)), rel=1e-12)
+    assert s.median == float(np.median(x))
+    half = sps.t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x))
+    assert s.ci_high - s.mean == pytest.approx(half, rel=1e-9)
+    assert s.outliers == (len(values) - 2, len(values) - 1)
+    assert stats.W_OUTLIER in s.warnings
+
+
+def test_large_comparison_matches_the_list_path(monkeypatch):
+    rng = np.random.default_rng(3)
+    a = np.round(rng.normal(60, 5, 3000), 1)
+    b = np.round(rng.normal(61, 5, 2500), 1)
+    on_arrays = compare(a, b)
+    monkeypatch.setattr(stats, "_ARRAY_FROM", 10**9)
+    on_lists = compare(a.tolist(), b.tolist())
+    assert on_arrays == on_lists
+    assert on_arrays.mannwhitney_method == "asymptotic"
+    ref = sps.mannwhitneyu(b, a, alternative="two-sided", method="asymptotic")
+    assert on_arrays.p_mannwhitney == pytest.approx(ref.pvalue, rel=1e-12)

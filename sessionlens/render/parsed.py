@@ -147,10 +147,14 @@ def _summary_line(summary: dict[str, Any]) -> str:
     if "throughput_tok_s" in summary and "runs" in summary:
         parts = summary.get("invocations")
         if isinstance(parts, list) and len(parts) > 1:
-            lines = [f"{_run_summary({**summary, 'recomputed': False})} over "
-                     f"{len(parts)} invocations"]
-            lines += [f"            block {p.get('block')}: {_run_summary(p)}"
-                      for p in parts if isinstance(p, dict)]
+            lines = [
+                f"{_run_summary({**summary, 'recomputed': False})} over {len(parts)} invocations"
+            ]
+            lines += [
+                f"            block {p.get('block')}: {_run_summary(p)}"
+                for p in parts
+                if isinstance(p, dict)
+            ]
             return "\n".join(lines)
         return _run_summary(summary)
     return ", ".join(f"{k}={_fmt_setting(v)}" for k, v in summary.items())

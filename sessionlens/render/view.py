@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import analysis as _analysis
 from .. import diagnostics as dg
 from .. import metrics
 from ..analysis import HEADLINE, Analysis, EconomicsResult, HypothesisResult
@@ -311,6 +312,14 @@ class RunView:
 
 
 @dataclass(frozen=True, slots=True)
+class OmittedRunsView:
+    """A config whose values are too many to list one per row."""
+
+    config: str
+    count: str  # its number of values, formatted
+
+
+@dataclass(frozen=True, slots=True)
 class SourceView:
     path: str
     config: str
@@ -342,6 +351,8 @@ class ReportView:
     economics: list[EconomicsView]
     chart: ChartView | None
     runs: list[RunView]
+    runs_omitted: list[OmittedRunsView]
+    runs_listed: str  # the most values a config may have to be listed, formatted
     notes: list[Note]
     sources: list[SourceView]
     analysis: Analysis = field(repr=False)
@@ -873,6 +884,10 @@ def build(analysis: Analysis, session_ref: str) -> ReportView:
         economics=econ,
         chart=_chart(a, headline, carry.get(headline)) if headline is not None else None,
         runs=runs,
+        runs_omitted=[
+            OmittedRunsView(config=c, count=format_number(n, 0)) for c, n in a.runs_omitted.items()
+        ],
+        runs_listed=format_number(_analysis.RUNS_LISTED, 0),
         notes=notes.items,
         sources=sources,
         analysis=a,

@@ -463,8 +463,11 @@ def test_rows_never_invent_unregistered_metric_names(label: str) -> None:
 
 @pytest.mark.parametrize(
     ("label", "metric"),
-    [("P42 TTFT (ms)", "ttft_ms_p42"), ("P80 ITL (ms)", "itl_ms_p80"),
-     ("P99.5 E2EL (ms)", "e2e_latency_ms_p995")],
+    [
+        ("P42 TTFT (ms)", "ttft_ms_p42"),
+        ("P80 ITL (ms)", "itl_ms_p80"),
+        ("P99.5 E2EL (ms)", "e2e_latency_ms_p995"),
+    ],
 )
 def test_custom_percentiles_are_a_registered_family(label: str, metric: str) -> None:
     # `--metric-percentiles` prints any P<p> row; the registry knows the whole family

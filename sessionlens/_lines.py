@@ -73,14 +73,38 @@ class Chunk:
     """Raw bytes of whole lines (each ends in `\\n`), not yet decoded nor cleaned.
 
     For readers that scan many lines at once; `SourceText.chunk_lines` turns one into `Line`s.
+    A chunk made after another knows its first line number once the one before has been
+    counted: a reader that splits chunks on worker threads (and says how many lines it
+    found, `known_lines`) spares the reading thread a count of every newline.
     """
 
-    __slots__ = ("_n", "data", "first")
+    __slots__ = ("_first", "_n", "_prev", "data")
 
-    def __init__(self, first: int, data: bytes, n_lines: int | None = None) -> None:
-        self.first = first  # number of the chunk's first line
+    def __init__(self, first: int | Chunk, data: bytes, n_lines: int | None = None) -> None:
+        self._first: int | None
+        self._prev: Chunk | None
+        if isinstance(first, Chunk):  # its first line follows the other chunk's last
+            self._first, self._prev = None, first
+        else:
+            self._first, self._prev = first, None
         self.data = data
         self._n = n_lines
+
+    @property
+    def first(self) -> int:
+        """Number of the chunk's first line."""
+        if self._first is None:
+            # resolve the chain of chunks not yet numbered, oldest first (no recursion)
+            chain: list[Chunk] = [self]
+            while chain[-1]._first is None:
+                prev = chain[-1]._prev
+                assert prev is not None  # a chunk has either a number or a predecessor
+                chain.append(prev)
+            for older, newer in zip(reversed(chain), list(reversed(chain))[1:], strict=False):
+                newer._first = older.first + older.n_lines
+                newer._prev = None
+        assert self._first is not None
+        return self._first
 
     @property
     def n_lines(self) -> int:
@@ -137,6 +161,10 @@ class SourceText:
         self._bad_lines = []
         self._nul_lines = []
         no = 0
+        # the chunk yielded last and the one before: a chunk is numbered (its lines counted,
+        # unless a reader did it meanwhile) only when the one after the next is made
+        last: Chunk | None = None
+        older: Chunk | None = None
         buf: list[bytes] = []
         buf_len = 0
         for piece in pieces:
@@ -157,16 +185,21 @@ class SourceText:
                 rest = data[cut_at + 1 :]
                 data = data[: cut_at + 1]
                 buf, buf_len = [rest], len(rest)
-            chunk = Chunk(no + 1, data)
+            if older is not None:
+                older.first  # noqa: B018  (numbers it: the chain stays two chunks long)
+            chunk = Chunk(no + 1 if last is None else last, data)
+            older, last = last, chunk
             yield chunk
-            no += chunk.n_lines
         data = b"".join(buf)
         cut_at = data.rfind(b"\n")
         if cut_at >= 0:
-            chunk = Chunk(no + 1, data[: cut_at + 1])
+            chunk = Chunk(no + 1 if last is None else last, data[: cut_at + 1])
+            older, last = last, chunk
             yield chunk
-            no += chunk.n_lines
             data = data[cut_at + 1 :]
+        if last is not None:
+            no = last.first + last.n_lines - 1
+        del last, older
         if data:
             no += 1
             text = _decode(data, no - 1, self._bad_lines)

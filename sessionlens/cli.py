@@ -216,6 +216,21 @@ def session_ref(logdir: Path, out: Path | None) -> str:
     return Path(rel).as_posix()
 
 
+def _import_meanwhile(*modules: str) -> None:
+    """Import modules the command needs later on a thread while the logs are read (reading
+    mostly waits in polars and hashlib, which let go of the GIL). Not a daemon thread: the
+    interpreter never exits in the middle of an import."""
+    import importlib
+    import threading
+
+    def run() -> None:
+        for name in modules:
+            with contextlib.suppress(Exception):  # the real import reports any problem
+                importlib.import_module(name)
+
+    threading.Thread(target=run, name="sessionlens-import").start()
+
+
 @app.command("report")
 def report_cmd(
     logdir: Annotated[Path, typer.Argument(help="The session folder.")],
@@ -240,6 +255,7 @@ def report_cmd(
     from .session import load_session
 
     kind = resolve_format(fmt.value if fmt else None, out, ("md", "html", "json"), "md")
+    _import_meanwhile("scipy.special", "jinja2")
     session = load_session(
         logdir, baseline=baseline, hypotheses=hypothesis or [], progress=not quiet
     )

@@ -418,3 +418,11 @@ def test_large_comparison_matches_the_list_path(monkeypatch):
     assert on_arrays.mannwhitney_method == "asymptotic"
     ref = sps.mannwhitneyu(b, a, alternative="two-sided", method="asymptotic")
     assert on_arrays.p_mannwhitney == pytest.approx(ref.pvalue, rel=1e-12)
+
+
+@pytest.mark.parametrize("df", [1.0, 2.5, 4.0, 9.0, 37.3, 1e3, 378_320.0])
+@pytest.mark.parametrize("q", [0.5, 0.9, 0.975, 0.995])
+def test_t_quantile_and_tail_equal_scipy_stats(df, q):
+    assert stats._t_ppf(q, df) == float(sps.t.ppf(q, df))
+    x = 1 + 10 * (q - 0.5)
+    assert stats._t_sf(x, df) == float(sps.t.sf(x, df))

@@ -8,6 +8,7 @@ It never evals or opens files; settings stay JSON-safe (`inf` is "inf", `not set
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import json
@@ -433,9 +434,32 @@ _SGLANG_JSON_KEYS = re.compile(
 )
 
 
+_JSONL_LOOK = 5  # non-blank lines of the head looked at
+
+
 def looks_like_jsonl(head: str) -> bool:
-    """Whether a source starts with a JSON object (bench_serving's `--output-file`)."""
-    return strip_head(head).lstrip().startswith("{")
+    """Whether a source is JSON records (bench_serving's `--output-file`), one per line.
+
+    Told by its first few non-blank lines, not by a first `{`: at least half of them are
+    JSON objects (a corrupt first record or a pasted `$ cat out.jsonl` still leaves a JSONL
+    file one, a stray `{` above a terminal's text does not make one). A record longer
+    than the head, cut by it, counts when nothing else is there to tell.
+    """
+    lines = strip_head(head).split("\n")
+    seen = objects = 0
+    for line in lines[:-1]:  # the last piece may be cut by the head's end
+        text = line.strip()
+        if not text:
+            continue
+        seen += 1
+        if text.startswith("{"):
+            with contextlib.suppress(ValueError, RecursionError):
+                objects += isinstance(json.loads(text), dict)
+        if seen == _JSONL_LOOK:
+            break
+    if seen == 0:
+        return lines[-1].lstrip().startswith("{")
+    return objects > 0 and 2 * objects >= seen
 
 
 def sglang_jsonl(head: str) -> bool:

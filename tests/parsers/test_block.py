@@ -474,3 +474,24 @@ def test_custom_percentiles_are_a_registered_family(label: str, metric: str) -> 
     found = lookup(label, None)
     assert found is not None
     assert metric in str(found)
+
+
+_REC = '{"backend": "sglang", "completed": 64, "request_throughput": 0.94, "accept_length": 2.9}'
+
+
+@pytest.mark.parametrize(
+    ("head", "jsonl"),
+    [
+        (f"{_REC}\n{_REC}\n", True),
+        (f'{{"backend": "sgl\n{_REC}\n{_REC}\n', True),  # a corrupt first record
+        (f"$ cat out.jsonl\n{_REC}\n{_REC}\n", True),  # pasted with its prompt
+        ('{"backend": "sglang", "output_lens": [1, 2, 3', True),  # one record longer than the head
+        (f"{_REC}", True),  # one record, no final newline
+        ("{\nuser@box:~$ python3 -m sglang.bench_serving\nNamespace(backend='sglang')\n", False),
+        (f"Namespace(backend='sglang')\n{_REC}\nBackend: sglang\nDone.\n", False),  # one of four
+        ("============ Serving Benchmark Result ============\n", False),
+        ("", False),
+    ],
+)
+def test_jsonl_is_told_by_its_first_lines_not_by_a_first_brace(head: str, jsonl: bool) -> None:
+    assert _block.looks_like_jsonl(head) is jsonl

@@ -137,6 +137,15 @@ class Reader:
         self.last_was_phase = False  # whether the last fed line was read as a phase line
 
     @property
+    def blocks(self) -> int:
+        """Phase blocks numbered so far."""
+        return self._blocks
+
+    def number_with(self, next_block: Callable[[], int]) -> None:
+        """Take block numbers from `next_block` from now on (shared with an embedder)."""
+        self._next_block = next_block
+
+    @property
     def idle(self) -> bool:
         """No block is open: a line without `ms/cyc` or stage times changes nothing."""
         return self._block is None

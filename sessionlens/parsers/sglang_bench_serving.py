@@ -48,14 +48,17 @@ class Reader(_block.BlockReader):
         jsonl: bool = False,
         next_block: Callable[[], int] | None = None,
         embed_server: bool = True,
+        server: _block.LineReader | None = None,
     ) -> None:
+        """`server`: the server-log reader to embed (a new one when None and
+        `embed_server`), for a server log that holds a benchmark run further on."""
         # one block numbering for the result blocks and the server log's phase blocks
         next_block = next_block or _block.counter()
-        embedded = (
-            (sglang_server.format_id, _block.sglang_log_reader(ctx, next_block))
-            if embed_server
-            else None
-        )
+        embedded: tuple[str, _block.LineReader] | None = None
+        if server is not None:
+            embedded = (sglang_server.format_id, server)
+        elif embed_server:
+            embedded = (sglang_server.format_id, _block.sglang_log_reader(ctx, next_block))
         super().__init__(
             format_id, ctx, next_block=next_block, json_records=True, jsonl=jsonl, embedded=embedded
         )

@@ -6,6 +6,7 @@ files a chunk at a time where that gives exactly its records. It never groups so
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from collections import deque
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._lines import Chunk, Line, SourceText, clean
 from .._literal import parse_server_args
-from ..model import Record, Sample, SampleBatch, Setting
+from ..model import BlockStart, Record, Sample, SampleBatch, Setting
 from . import phase_timing
 from .base import ParseContext, read_number
 
@@ -25,7 +26,14 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import polars as pl
 
+    from . import sglang_bench_serving
+
 format_id = "sglang-server"
+# A bench_serving run printed into the log (its argument dump or result title): detection
+# sees only the head, so a long server log may hold one further on.
+_BENCH_WORD = "enchmark"
+_BENCH_START = re.compile(r"=\s*Serving Benchmark Result\s*=|benchmark_args=Namespace\(")
+_BENCH_FORMAT = "sglang-bench-serving"
 priority = 20
 
 _SNIFF_BATCH = re.compile(r"(?:Decode|Prefill) batch(?:[.,]| ?\[\d+\]|\(mixed)")
@@ -201,11 +209,48 @@ class Reader:
         self._capture_seen = False
         self._retract_first: int | None = None
         self._retracts = 0
+        # From a bench_serving run printed into the log on, every line goes through its
+        # block reader, which hands the lines that are not its own back (`_Own`).
+        self.bench: sglang_bench_serving.Reader | None = None
+        self._embedded_before = False  # whether this format was marked embedded before it
 
     # ------------------------------------------------------------------ entry points
 
     def feed(self, ln: Line) -> Iterator[Record]:
         """Records of one line (some may be held back until the batch's timestamp moves on)."""
+        if self.bench is None and _BENCH_WORD in ln.text and _BENCH_START.search(ln.text):
+            self._start_bench()
+        if self.bench is not None:
+            for rec in self.bench.feed(ln):
+                if isinstance(rec, BlockStart):
+                    self.ctx.embedded.add(_BENCH_FORMAT)
+                yield rec
+            return
+        yield from self._feed_own(ln)
+
+    def finish(self) -> Iterator[Record]:
+        """Records still owed at the end: held-back batches, an open traceback, totals."""
+        if self.bench is not None:
+            yield from self.bench.finish()  # finishes this reader too, through `_Own`
+            if not self._embedded_before:
+                self.ctx.embedded.discard(format_id)  # the block reader marks its embedded one
+            return
+        yield from self._finish_own()
+
+    def _start_bench(self) -> None:
+        from . import sglang_bench_serving  # it imports this module: only when needed
+
+        # one block numbering for the benchmark's blocks and the phase blocks still to come
+        self._embedded_before = format_id in self.ctx.embedded
+        numbers = itertools.count(self.phase.blocks)
+
+        def next_block() -> int:
+            return next(numbers)
+
+        self.phase.number_with(next_block)
+        self.bench = sglang_bench_serving.Reader(self.ctx, next_block=next_block, server=_Own(self))
+
+    def _feed_own(self, ln: Line) -> Iterator[Record]:
         text = ln.text
         if self._tb is not None and self._traceback_line(ln):
             return
@@ -236,8 +281,7 @@ class Reader:
         if ev is not None:
             yield from self._event(ln, text, ev.group())
 
-    def finish(self) -> Iterator[Record]:
-        """Records still owed at the end: held-back batches, an open traceback, totals."""
+    def _finish_own(self) -> Iterator[Record]:
         for key in list(self._pending):
             yield from self._pending.pop(key).best
         if self._tb is not None:
@@ -682,6 +726,20 @@ class Reader:
         return _rank_of(text[:at])[0] if at > 0 else None
 
 
+class _Own:
+    """A server reader as the line reader a benchmark block reader embeds: the lines that
+    are not the block's come back to the server reader's own handling."""
+
+    def __init__(self, reader: Reader) -> None:
+        self.reader = reader
+
+    def feed(self, ln: Line) -> Iterator[Record]:
+        return self.reader._feed_own(ln)
+
+    def finish(self) -> Iterator[Record]:
+        return self.reader._finish_own()
+
+
 def _quick(raw: str, decimals: int | None) -> float | None:
     """A plain, finite number with at least its format's decimals, else None (the slow
     path then reads it, or says why not)."""
@@ -795,6 +853,7 @@ _RARE = (
     "server_args=",
     "ms/cyc",
     phase_timing.STAGE_SNIFF,
+    _BENCH_WORD,
 )
 _DECODE, _PREFILL, _HTTP = "Decode batch", "Prefill batch", "HTTP/"
 
@@ -989,7 +1048,7 @@ class _Fast:
     def walk(self, chunk: Chunk, prepared: Future[_ChunkRun | None]) -> Iterator[Record]:
         """Records of a prepared chunk's lines, in line order (samples go to the sink)."""
         run = prepared.result()
-        if run is None:
+        if run is None or self.r.bench is not None:
             for ln in self.src.chunk_lines(chunk):
                 yield from self.r.feed(ln)
             return
@@ -1313,6 +1372,9 @@ class _ChunkRun:
                 self.fed.append((row, rec))
             else:
                 yield rec
+        if self.r.bench is not None:  # a benchmark run from here on: the rest line by line
+            self.stateful_feeds = _MAX_FEEDS + 1
+            return
         if row in self.unread:
             layout = self.f.learn(text)
             if layout is not None and self.f.index[layout.pattern] not in self.tried:

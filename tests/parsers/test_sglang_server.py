@@ -705,3 +705,58 @@ def test_reader_is_a_line_level_state_machine() -> None:
     assert got == [(2, 10.0), (3, 7.0)]
     assert not [r for r in recs if isinstance(r, Setting)]
     assert ctx.counts["decode"] == 3
+
+
+# ---------------------------------------------------------------- a benchmark run further on
+
+
+BENCH_AFTER_HEAD = FIXTURES / "bench-after-head-0.5.4-tp2.log"
+
+
+def _bench_part() -> str:
+    text = BENCH_AFTER_HEAD.read_text()
+    return text[text.index("benchmark_args=") :]
+
+
+def test_a_benchmark_run_past_the_detected_head_is_read_not_dropped() -> None:
+    """Format detection sees the first 64 KB; a bench_serving run printed into a server log
+    much later is still read, and the server's lines around it stay server records."""
+    text = BENCH_AFTER_HEAD.read_text()
+    assert text.index("Serving Benchmark Result") > 65_536  # past the head
+    result = parse_file(BENCH_AFTER_HEAD)
+    (src,) = result.sources
+    assert src.format == "sglang-server"
+    assert src.embedded_formats == ["sglang-bench-serving"]
+    df = result.samples
+    bench = df.filter(df["block"].is_not_null())
+    got = dict(zip(bench["metric"].to_list(), bench["value"].to_list(), strict=True))
+    assert got["output_throughput_tok_s"] == 479.0
+    assert got["successful_requests"] == 64
+    assert got["itl_ms_p99"] == 66.4
+    # Decode lines before, during and after the run: one sample per batch (TP0 of two ranks)
+    gen = df.filter(df["metric"] == "gen_throughput_tok_s")
+    assert gen.height == text.count("TP0] Decode batch")
+    assert gen["line"].max() > text[: text.index("=====")].count("\n")
+    assert not [d for d in result.diagnostics if d.level != "info"]
+
+
+def test_phase_blocks_and_a_later_benchmark_block_never_share_a_number() -> None:
+    phases = (FIXTURES / "d07-eagle3-0.5.3post2-tp8-phase-timing.log").read_text()
+    result = parse_text(phases + _bench_part() + phases, format="sglang-server", path="s.log")
+    df = result.samples
+    blocks = df.filter(df["block"].is_not_null())
+    bench_block = blocks.filter(blocks["metric"] == "output_throughput_tok_s")["block"].to_list()
+    phase_blocks = set(blocks.filter(blocks["metric"] != "output_throughput_tok_s")["block"])
+    assert len(bench_block) == 1
+    phase_metrics = blocks.filter(blocks["block"] != bench_block[0])
+    assert phase_metrics.height > 0  # phase blocks both before and after the run
+    assert phase_metrics["line"].min() < df.filter(df["block"] == bench_block[0])["line"].min()
+    assert phase_metrics["line"].max() > df.filter(df["block"] == bench_block[0])["line"].max()
+    assert bench_block[0] in phase_blocks  # the bench block's own other metrics
+    # every block number belongs to one contiguous run of lines
+    import polars as pl
+
+    spans = blocks.group_by("block").agg(lo=pl.col("line").min(), hi=pl.col("line").max())
+    spans = spans.sort("lo")
+    los, his = spans["lo"].to_list(), spans["hi"].to_list()
+    assert all(h < lo for h, lo in zip(his, los[1:], strict=False))

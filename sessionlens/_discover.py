@@ -10,7 +10,7 @@ import errno
 import fnmatch
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 
 from . import diagnostics as dg
@@ -43,9 +43,9 @@ def walk(
     def rel_of(p: Path) -> PurePosixPath:
         return PurePosixPath(p.relative_to(root).as_posix())
 
-    def visit(folder: Path, ancestors: frozenset[str]) -> None:
+    def listing(folder: Path) -> list[os.DirEntry[str]]:
         try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            return sorted(os.scandir(folder), key=lambda e: e.name)
         except OSError as exc:
             where = rel_of(folder).as_posix() if folder != root else shown
             diags.append(
@@ -53,44 +53,54 @@ def walk(
                     "unreadable-file", where, None, f"cannot list the folder: {exc.strerror or exc}"
                 )
             )
-            return
-        for entry in entries:
-            path = Path(entry.path)
-            rel = rel_of(path)
-            if is_non_input(rel, exclude):
-                continue
-            try:
-                mode = os.stat(path).st_mode  # follows links
-            except OSError as exc:
-                diags.append(_unstattable(rel.as_posix(), entry.is_symlink(), exc))
-                continue
-            if stat.S_ISDIR(mode):
-                real = os.path.realpath(path)
-                if real in ancestors:
-                    diags.append(
-                        dg.make(
-                            "symlink-loop",
-                            rel.as_posix(),
-                            None,
-                            "this link leads back to a folder that holds it; not followed",
-                        )
-                    )
-                    continue
-                visit(path, ancestors | {real})
-            elif stat.S_ISREG(mode):
-                found.append(path)
-            else:
-                # a FIFO would block the read forever, a device may never end: not inputs
+            return []
+
+    # Depth first in name order, with a stack of open listings (no recursion: any depth
+    # of nested folders is walked).
+    stack: list[tuple[Iterator[os.DirEntry[str]], frozenset[str]]] = [
+        (iter(listing(root)), frozenset({os.path.realpath(root)}))
+    ]
+    while stack:
+        entries, ancestors = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
+        path = Path(entry.path)
+        rel = rel_of(path)
+        if is_non_input(rel, exclude):
+            continue
+        try:
+            mode = os.stat(path).st_mode  # follows links
+        except OSError as exc:
+            diags.append(_unstattable(rel.as_posix(), entry.is_symlink(), exc))
+            continue
+        if stat.S_ISDIR(mode):
+            real = os.path.realpath(path)
+            if real in ancestors:
                 diags.append(
                     dg.make(
-                        "unreadable-file",
+                        "symlink-loop",
                         rel.as_posix(),
                         None,
-                        f"not a regular file ({_kind(mode)}); not read",
+                        "this link leads back to a folder that holds it; not followed",
                     )
                 )
+                continue
+            stack.append((iter(listing(path)), ancestors | {real}))
+        elif stat.S_ISREG(mode):
+            found.append(path)
+        else:
+            # a FIFO would block the read forever, a device may never end: not inputs
+            diags.append(
+                dg.make(
+                    "unreadable-file",
+                    rel.as_posix(),
+                    None,
+                    f"not a regular file ({_kind(mode)}); not read",
+                )
+            )
 
-    visit(root, frozenset({os.path.realpath(root)}))
     found.sort(key=lambda p: rel_of(p).as_posix())
     return found, diags
 

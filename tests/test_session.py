@@ -132,3 +132,30 @@ def test_gz_input(tmp_path: Path) -> None:
     s = load_session(tmp_path)
     assert s.sources[0].format == "bench-stdout"
     assert len(s.columns) == 20
+
+
+def test_folders_nested_deeper_than_the_recursion_limit_are_walked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from sessionlens import _discover
+
+    depth = 400
+    deep = tmp_path
+    for _ in range(depth):
+        deep = deep / "d"
+        deep.mkdir()
+    (deep / "bench.log").write_text("x\n")
+    (tmp_path / "d" / "a.log").write_text("x\n")
+    (tmp_path / "z.log").write_text("x\n")
+    # a recursion limit below the depth: a recursive walk would fail
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(300)
+    try:
+        found, diags = _discover.walk(tmp_path)
+    finally:
+        sys.setrecursionlimit(old)
+    rel = [p.relative_to(tmp_path).as_posix() for p in found]
+    assert rel == ["d/a.log", "/".join(["d"] * depth) + "/bench.log", "z.log"]
+    assert diags == []

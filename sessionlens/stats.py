@@ -8,6 +8,7 @@ benchstat-like minimum-sample check and the sample-size formula. Caveats are mac
 
 from __future__ import annotations
 
+import collections
 import itertools
 import math
 from collections.abc import Sequence
@@ -399,15 +400,15 @@ def _mannwhitney(b: Values, a: Values) -> tuple[float | None, MannWhitneyMethod]
     """Two-sided Mann–Whitney U p of B against A, and the method used.
 
     Chosen deliberately rather than by scipy's "auto" (exact only below 9 per side):
-    - no ties and at most 2500 pairs: scipy's exact null distribution of U;
+    - no ties and at most 2500 pairs: the exact null distribution of U;
     - ties (common: logs print one decimal) and at most 5000 splits: every split of the
       pooled ranks enumerated here — exact given the ties and deterministic, where the normal
       approximation is poor for small tied samples (scipy's own permutation method also
       refuses a side of one value);
     - otherwise the normal approximation with tie and continuity corrections.
+    The first and last are scipy's `mannwhitneyu` methods, computed here (tested against
+    it) so that a report needs only `scipy.special`, not the slow import of `scipy.stats`.
     """
-    from scipy import stats as sps
-
     if isinstance(a, Sequence) and isinstance(b, Sequence):
         ties = len(set(a) | set(b)) < len(a) + len(b)
     else:
@@ -416,14 +417,68 @@ def _mannwhitney(b: Values, a: Values) -> tuple[float | None, MannWhitneyMethod]
         ties = len(np.unique(np.concatenate([a, b]))) < len(a) + len(b)
     method: MannWhitneyMethod
     if not ties and len(a) * len(b) <= _MWU_EXACT_MAX_PAIRS:
-        res = sps.mannwhitneyu(b, a, alternative="two-sided", method="exact")
-        p, method = _none_if_nan(res.pvalue), "exact"
+        u = _u_statistic(b, a)[0]
+        p, method = 2 * _mwu_exact_sf(u, len(b), len(a)), "exact"
     elif ties and _splits(len(a), len(b)) <= _MWU_PERMUTATION_MAX_SPLITS:
         p, method = _permutation_p(list(b), list(a)), "permutation"
     else:
-        res = sps.mannwhitneyu(b, a, alternative="two-sided", method="asymptotic")
-        p, method = _none_if_nan(res.pvalue), "asymptotic"
-    return (None if p is None else min(1.0, p)), method
+        p, method = _mwu_asymptotic_p(b, a), "asymptotic"
+    return (None if math.isnan(p) else min(1.0, max(0.0, p))), method
+
+
+def _u_statistic(b: Values, a: Values) -> tuple[float, list[int]]:
+    """max(U_B, U_A) from the pooled midranks, and the sizes of the groups of tied values."""
+    if isinstance(a, Sequence) and isinstance(b, Sequence) and len(a) + len(b) < _ARRAY_FROM:
+        ranks = _midranks([*b, *a])
+        r_b = math.fsum(ranks[: len(b)])  # multiples of 0.5 below 2**52: exact in any order
+        tied = list(collections.Counter([*b, *a]).values())
+    else:
+        import numpy as np
+
+        pooled = np.concatenate([np.asarray(b, np.float64), np.asarray(a, np.float64)])
+        order = np.argsort(pooled, kind="stable")
+        s = pooled[order]
+        new = np.concatenate(([True], s[1:] != s[:-1]))
+        edges = np.flatnonzero(np.concatenate((new, [True])))
+        mid = (edges[:-1] + edges[1:] - 1) / 2 + 1  # the mean rank of each tie group
+        ranks_a = np.empty(len(pooled))
+        ranks_a[order] = mid[np.cumsum(new) - 1]
+        r_b = float(ranks_a[: len(b)].sum())
+        tied = np.diff(edges).tolist()
+    n_b, n_a = len(b), len(a)
+    u_b = r_b - n_b * (n_b + 1) / 2
+    return max(u_b, n_b * n_a - u_b), tied
+
+
+def _mwu_exact_sf(u: float, n1: int, n2: int) -> float:
+    """P(U ≥ u) under the null without ties: counts of U are the coefficients of the
+    Gaussian binomial [n1+n2 choose n1]_q, built exactly in integers."""
+    m, n = min(n1, n2), max(n1, n2)
+    top = m * n
+    poly = [1] + [0] * top
+    for i in range(1, m + 1):
+        step = n + i
+        for k in range(top, step - 1, -1):  # times (1 - q^(n+i))
+            poly[k] -= poly[k - step]
+        for k in range(i, top + 1):  # divided by (1 - q^i)
+            poly[k] += poly[k - i]
+    return sum(poly[math.ceil(u) :]) / math.comb(m + n, m)
+
+
+def _mwu_asymptotic_p(b: Values, a: Values) -> float:
+    """Two-sided p of the normal approximation, as scipy's `mannwhitneyu(b, a,
+    method="asymptotic")`: tie-corrected variance, continuity correction."""
+    from scipy import special
+
+    u, tied = _u_statistic(b, a)
+    n1, n2 = len(b), len(a)
+    n = n1 + n2
+    tie_term = float(sum(t**3 - t for t in tied))
+    sd = math.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))))
+    if sd == 0:
+        return math.nan
+    z = (u - n1 * n2 / 2 - 0.5) / sd
+    return 2 * float(special.ndtr(-z))
 
 
 def compare(a: Values, b: Values, alpha: float = 0.05) -> Comparison:

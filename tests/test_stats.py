@@ -7,6 +7,7 @@ import math
 import statistics
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +21,8 @@ from sessionlens.stats import compare, holm, mannwhitney_min_p, min_samples, run
 # The seed's decode-mode runs (bench-stdout) and a prefill-mode config like our fixtures'.
 DECODE = [60.4, 65.5, 50.9, 61.5, 59.5]
 PREFILL = [59.8, 60.9, 61.2, 59.1, 60.5]
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "sessions" / "eagle3-attention-mode"
 
 T_975_4 = 2.7764451051977987  # t quantile 0.975 at 4 degrees of freedom (tables)
 
@@ -426,3 +429,51 @@ def test_t_quantile_and_tail_equal_scipy_stats(df, q):
     assert stats._t_ppf(q, df) == float(sps.t.ppf(q, df))
     x = 1 + 10 * (q - 0.5)
     assert stats._t_sf(x, df) == float(sps.t.sf(x, df))
+
+
+@pytest.mark.parametrize(
+    ("n_b", "n_a"), [(1, 1), (1, 7), (3, 4), (5, 5), (8, 9), (12, 30), (50, 50)]
+)
+def test_exact_mann_whitney_equals_scipy(n_b, n_a):
+    rng = np.random.default_rng(n_b * 100 + n_a)
+    for shift in (0.0, 0.5, 3.0):
+        a = rng.normal(0, 1, n_a)
+        b = rng.normal(shift, 1, n_b)
+        p, method = stats._mannwhitney(b.tolist(), a.tolist())
+        ref = sps.mannwhitneyu(b, a, alternative="two-sided", method="exact").pvalue
+        assert method == "exact"
+        assert p == pytest.approx(ref, rel=1e-12, abs=1e-300)
+
+
+def test_exact_mann_whitney_tail_by_hand():
+    # sizes 2 and 2: U takes 0,1,2,2,3,4 over the C(4,2) = 6 splits
+    assert stats._mwu_exact_sf(4, 2, 2) == 1 / 6
+    assert stats._mwu_exact_sf(3, 2, 2) == 2 / 6
+    assert stats._mwu_exact_sf(2, 2, 2) == 4 / 6
+    assert stats._mwu_exact_sf(0, 2, 2) == 1.0
+
+
+@pytest.mark.parametrize("decimals", [0, 1, 2])
+def test_asymptotic_mann_whitney_is_scipys_bit_for_bit(decimals):
+    rng = np.random.default_rng(decimals)
+    a = np.round(rng.normal(60, 5, 300), decimals)
+    b = np.round(rng.normal(61, 5, 250), decimals)
+    ref = sps.mannwhitneyu(b, a, alternative="two-sided", method="asymptotic").pvalue
+    for side_b, side_a in ((b.tolist(), a.tolist()), (b, a)):
+        p, method = stats._mannwhitney(side_b, side_a)
+        assert method == "asymptotic"
+        assert p == ref
+
+
+def test_a_report_never_imports_scipy_stats():
+    """scipy.stats takes ~0.5 s to import; the report needs only scipy.special."""
+    code = (
+        "import sys\n"
+        "from sessionlens.session import load_session\n"
+        "from sessionlens.analysis import analyze\n"
+        f"a = analyze(load_session({str(EXAMPLE)!r}))\n"
+        "assert a.comparisons and a.hypotheses\n"
+        "print(sorted(m for m in sys.modules if m.startswith('scipy.stats')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

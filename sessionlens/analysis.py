@@ -235,6 +235,30 @@ def comparison_result(
     )
 
 
+_SPEC_FIELDS = {"id", "claim", "metric", "baseline", "candidate", "direction", "min_effect"}
+
+
+def hypothesis_result(
+    j: verdict.Judgement,
+    spec: HypothesisSpec,
+    confounds: Sequence[tuple[str, Any, Any]] = (),
+) -> HypothesisResult:
+    """The JSON hypothesis object: the claim as specified, its judgement, its confounds
+    (setting, baseline value, candidate value); `p_holm` is set across hypotheses later."""
+    judged = {
+        k: v
+        for k, v in dataclasses.asdict(j).items()
+        if k in HypothesisResult.model_fields and k not in _SPEC_FIELDS
+    }
+    judged["warnings"] = list(j.warnings)
+    return HypothesisResult(
+        **spec.model_dump(include=_SPEC_FIELDS),
+        **judged,
+        p_holm=None,
+        confounds=[Confound(setting=k, baseline=va, candidate=vb) for k, va, vb in confounds],
+    )
+
+
 def _finite(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
@@ -431,32 +455,7 @@ def _judge(
                 f"detect a difference at alpha level {session.alpha:g}",
             )
         )
-    return HypothesisResult(
-        id=h.id,
-        claim=h.claim,
-        metric=h.metric,
-        baseline=h.baseline,
-        candidate=h.candidate,
-        direction=h.direction,
-        min_effect=h.min_effect,
-        verdict=j.verdict,
-        change=j.change,
-        ci_low=j.ci_low,
-        ci_high=j.ci_high,
-        p_welch=j.p_welch,
-        p_mannwhitney=j.p_mannwhitney,
-        p_holm=None,
-        hedges_g=j.hedges_g,
-        n_baseline=j.n_baseline,
-        n_candidate=j.n_candidate,
-        runs_needed=j.runs_needed,
-        verdict_without_outliers=j.verdict_without_outliers,
-        confounds=[Confound(setting=k, baseline=va, candidate=vb) for k, va, vb in found],
-        reason=j.reason,
-        mean_baseline=j.mean_baseline,
-        mean_candidate=j.mean_candidate,
-        warnings=list(j.warnings),
-    )
+    return hypothesis_result(j, h, found)
 
 
 def _show(value: Any) -> str:

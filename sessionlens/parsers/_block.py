@@ -16,12 +16,12 @@ import math
 import re
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from .._lines import Line
 from ..metrics import is_known, slug
 from ..model import BlockStart, Record, Sample, Setting
-from . import phase_timing, sglang_server
+from . import base, phase_timing, sglang_server
 from .base import ParseContext, decimals_of, read_number
 
 JSON = Any  # a JSON scalar or list (settings come from logs)
@@ -406,25 +406,60 @@ TITLE_SERVING = re.compile(r"=\s*Serving Benchmark Result\s*=")
 TITLE_OFFLINE = re.compile(r"=\s*Offline Throughput Benchmark Result\s*=")
 _AFTER_TITLE = r"=\s*Serving Benchmark Result\s*=+[ \t]*\n(?:[ \t]*\n)*[^\n]*?"
 # Case matters: SGLang prints `End-to-End`/`Inter-Token` (0.4.4+), vLLM `End-to-end`/`Inter-token`.
-SGLANG_MARKS = re.compile(
-    _AFTER_TITLE + r"Backend:"
-    r"|Backend:[ \t]{2,}\S[^\n]*\n[^\n]*Traffic request rate:"
-    r"|Max reqeuest concurrency:|\bAccept length:[ \t]+\d|E2E Latency \(ms\):"
-    r"|-End-to-End Latency-|-Inter-Token Latency-|-Cache Hit Details-|-Goodput-"
-    r"|Total generated tokens \(retokenized\):|benchmark_args=Namespace\("
+SGLANG_MARKS = base.Prefiltered(
+    re.compile(
+        _AFTER_TITLE + r"Backend:"
+        r"|Backend:[ \t]{2,}\S[^\n]*\n[^\n]*Traffic request rate:"
+        r"|Max reqeuest concurrency:|\bAccept length:[ \t]+\d|E2E Latency \(ms\):"
+        r"|-End-to-End Latency-|-Inter-Token Latency-|-Cache Hit Details-|-Goodput-"
+        r"|Total generated tokens \(retokenized\):|benchmark_args=Namespace\("
+    ),
+    "Serving Benchmark Result",
+    "Backend:",
+    "Max reqeuest concurrency:",
+    "Accept length:",
+    "E2E Latency (ms):",
+    "-End-to-End Latency-",
+    "-Inter-Token Latency-",
+    "-Cache Hit Details-",
+    "-Goodput-",
+    "Total generated tokens (retokenized):",
+    "benchmark_args=Namespace(",
 )
-VLLM_MARKS = re.compile(
-    _AFTER_TITLE + r"Successful requests:"
-    r"|E2EL \(ms\):|-End-to-end Latency-|Total Token throughput|Failed requests:"
-    r"|Request rate configured \(RPS\):|-Speculative Decoding-|Acceptance rate \(%\):"
-    r"|Per-position acceptance|Maximum request concurrency:[ \t]{2,}|Burstiness factor:"
-    r"|dispatch_function=|Acceptance length:"
+VLLM_MARKS = base.Prefiltered(
+    re.compile(
+        _AFTER_TITLE + r"Successful requests:"
+        r"|E2EL \(ms\):|-End-to-end Latency-|Total Token throughput|Failed requests:"
+        r"|Request rate configured \(RPS\):|-Speculative Decoding-|Acceptance rate \(%\):"
+        r"|Per-position acceptance|Maximum request concurrency:[ \t]{2,}|Burstiness factor:"
+        r"|dispatch_function=|Acceptance length:"
+    ),
+    "Serving Benchmark Result",
+    "E2EL (ms):",
+    "-End-to-end Latency-",
+    "Total Token throughput",
+    "Failed requests:",
+    "Request rate configured (RPS):",
+    "-Speculative Decoding-",
+    "Acceptance rate (%):",
+    "Per-position acceptance",
+    "Maximum request concurrency:",
+    "Burstiness factor:",
+    "dispatch_function=",
+    "Acceptance length:",
 )
-GENERIC_MARKS = re.compile(
-    r"Serving Benchmark Result"
-    r"|(?:(?:Mean|Median|P\d+(?:\.\d+)?) (?:TTFT|TPOT|ITL) \(ms\)|Request throughput \(req/s\))"
-    r":[ \t]+(?:[\d.]+|nan|inf)[ \t]*$",
-    re.MULTILINE,
+GENERIC_MARKS = base.Prefiltered(
+    re.compile(
+        r"Serving Benchmark Result"
+        r"|(?:(?:Mean|Median|P\d+(?:\.\d+)?) (?:TTFT|TPOT|ITL) \(ms\)|Request throughput \(req/s\))"
+        r":[ \t]+(?:[\d.]+|nan|inf)[ \t]*$",
+        re.MULTILINE,
+    ),
+    "Serving Benchmark Result",
+    "TTFT (ms)",
+    "TPOT (ms)",
+    "ITL (ms)",
+    "Request throughput (req/s)",
 )
 OFFLINE_ROW = re.compile(r"Last generation throughput \(tok/s\):")
 _JSONL_HEAD = re.compile(r'\A\s*\{[^\n]*"(?:request_throughput|mean_ttft_ms|completed)"')
@@ -488,12 +523,8 @@ def sglang_log_reader(ctx: ParseContext, next_block: Callable[[], int]) -> sglan
     return reader
 
 
-class LineReader(Protocol):
-    """An embedded line-level parser (e.g. a server log printed to the same terminal)."""
-
-    def feed(self, ln: Line) -> Iterator[Record]: ...
-
-    def finish(self) -> Iterator[Record]: ...
+# An embedded line-level parser (e.g. a server log printed to the same terminal).
+LineReader = base.LineReader
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from .. import diagnostics as dg
-from .._lines import SourceText
+from .._lines import Line, SourceText
 from ..model import Record, SampleBatch
 
 
@@ -31,6 +31,36 @@ class Parser(Protocol):
     def parse(self, src: SourceText, ctx: ParseContext) -> Iterator[Record]:
         """Records of the source, in line order."""
         ...
+
+
+class LineReader(Protocol):
+    """A line-level state machine: `feed` each line in order, then `finish`."""
+
+    def feed(self, ln: Line) -> Iterator[Record]: ...
+
+    def finish(self) -> Iterator[Record]: ...
+
+
+class Prefiltered:
+    """A sniff regex searched only when the text holds one of `literals`, substrings every
+    match contains (`in` on a 64 KB head takes microseconds; an alternation of many
+    branches, milliseconds). Tested to agree with the bare regex on every fixture."""
+
+    def __init__(self, pattern: re.Pattern[str], *literals: str) -> None:
+        self.pattern = pattern
+        self.literals = literals
+
+    def search(self, text: str) -> re.Match[str] | None:
+        if not any(lit in text for lit in self.literals):
+            return None
+        return self.pattern.search(text)
+
+
+def read_lines(reader: LineReader, src: SourceText) -> Iterator[Record]:
+    """Every line of the source through the reader, then what it still owes."""
+    for ln in src.lines():
+        yield from reader.feed(ln)
+    yield from reader.finish()
 
 
 @dataclass

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from .._lines import SourceText
 from ..model import Record
 from . import _block, sglang_server
-from .base import ParseContext
+from .base import ParseContext, read_lines
 
 format_id = "sglang-bench-offline"
 priority = 20
@@ -57,6 +57,4 @@ class Reader(_block.BlockReader):
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
     """Records of one bench_offline_throughput stdout, in line order."""
     reader = Reader(ctx)
-    for ln in src.lines():
-        yield from reader.feed(ln)
-    yield from reader.finish()
+    return read_lines(reader, src)

@@ -18,7 +18,7 @@ from .._lines import Line, SourceText
 from ..model import BlockStart, Record, Sample, Setting
 from . import _block, sglang_server
 from ._block import strip_head, strip_outer
-from .base import ParseContext
+from .base import ParseContext, Prefiltered, read_lines
 from .vllm_server import keyed_fields, lookup_field, read_value
 
 format_id = "sglang-bench-one-batch"
@@ -602,9 +602,13 @@ class Reader:
 
 # ------------------------------------------------------------------ module protocol
 
-_SNIFF_ONE = re.compile(
-    r"\b(?:Prefill|Total)\.\s+latency:\s*[\d.]+\s*s\b|\bDecode\.\s+median latency:"
-    r"|\bDecode\s+\d+\.\s+Batch size:"
+_SNIFF_ONE = Prefiltered(
+    re.compile(
+        r"\b(?:Prefill|Total)\.\s+latency:\s*[\d.]+\s*s\b|\bDecode\.\s+median latency:"
+        r"|\bDecode\s+\d+\.\s+Batch size:"
+    ),
+    "latency:",
+    "Batch size:",
 )
 _SNIFF_CASE = re.compile(
     r"^\s*batch size:\s*\d+\s*\n(?:\s*\w+_len:\s*\d+\s*\n)*"
@@ -631,6 +635,4 @@ def sniff(head: str, name: str) -> float:
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
     """Records of a bench_one_batch or bench_one_batch_server output, in line order."""
     reader = Reader(ctx)
-    for ln in src.lines():
-        yield from reader.feed(ln)
-    yield from reader.finish()
+    return read_lines(reader, src)

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from .._lines import SourceText
 from ..model import Record
 from . import _block, sglang_server
-from .base import ParseContext
+from .base import ParseContext, read_lines
 
 format_id = "sglang-bench-serving"
 priority = 20
@@ -67,6 +67,4 @@ class Reader(_block.BlockReader):
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
     """Records of one bench_serving stdout or `--output-file` JSONL, in line order."""
     reader = Reader(ctx, jsonl=_block.looks_like_jsonl(src.head))
-    for ln in src.lines():
-        yield from reader.feed(ln)
-    yield from reader.finish()
+    return read_lines(reader, src)

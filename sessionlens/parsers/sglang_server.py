@@ -19,7 +19,7 @@ from .._lines import Chunk, Line, SourceText, clean
 from .._literal import parse_server_args
 from ..model import BlockStart, Record, Sample, SampleBatch, Setting
 from . import phase_timing
-from .base import ParseContext, read_number
+from .base import ParseContext, read_lines, read_number
 
 if TYPE_CHECKING:
     import numpy as np
@@ -767,9 +767,7 @@ def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
     """Records of one SGLang server log."""
     reader = Reader(ctx)
     if not FAST:
-        for ln in src.lines():
-            yield from reader.feed(ln)
-        yield from reader.finish()
+        yield from read_lines(reader, src)
         return
     fast: _Fast | None = None
     ahead: deque[tuple[Chunk, Future[_ChunkRun | None]]] = deque()

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from .._lines import SourceText
 from ..model import Record
 from . import _block, vllm_server
-from .base import ParseContext
+from .base import ParseContext, read_lines
 
 format_id = "vllm-bench-serve"
 priority = 15
@@ -56,6 +56,4 @@ class Reader(_block.BlockReader):
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
     """Records of one vLLM bench serve stdout, in line order."""
     reader = Reader(ctx)
-    for ln in src.lines():
-        yield from reader.feed(ln)
-    yield from reader.finish()
+    return read_lines(reader, src)

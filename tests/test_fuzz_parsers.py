@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import math
+import os
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,9 +28,15 @@ from tests.fixture_cases import cases, parse_case
 
 Key = tuple[str, float | str]
 
-# deadline off: a parse is milliseconds, but a cold import or a busy CI machine is not
-FAST = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-WIDE = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# deadline off: a parse is milliseconds, but a cold import or a busy CI machine is not.
+# SESSIONLENS_FUZZ_SCALE multiplies the examples for a longer campaign (default 1).
+_SCALE = max(1, int(os.environ.get("SESSIONLENS_FUZZ_SCALE", "1")))
+FAST = settings(
+    max_examples=12 * _SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+WIDE = settings(
+    max_examples=150 * _SCALE, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 class Fixture:

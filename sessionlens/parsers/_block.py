@@ -99,6 +99,8 @@ _NOISE = re.compile(
     r"it/s\]|s/it\]|\d+%\||\.\.\.\s*$|\b\w*(?:Warning|Error)\b:|^\s*Traceback\b|^\s*File \""
     r"|^\s*tip:|^\s*(?:Output tokens|Concurrent requests) per second\s*$"
     r"|[|+]-|-[|+]|^\s*\||Namespace\(|^\s*#\s?(?:Input|Output) tokens\b"
+    # clients' status lines (vLLM 0.20+ prints `Initial test run completed.` on its own line)
+    r"|^\s*(?:Initial test run|Warmup run|Warmup|Benchmark run|Probe run) completed\b"
 )
 _WARNING = re.compile(r"\b\w*Warning\b:")
 _LEAD_NUM = re.compile(
@@ -163,6 +165,7 @@ ROWS: dict[str, RowSpec] = {
     "max reqeuest concurrency": _s("max_concurrency", "int"),  # SGLang 0.4.0–0.4.6 typo
     "maximum request concurrency": _s("max_concurrency", "int"),
     "burstiness factor": _s("burstiness", "float"),
+    "probe request rate": _s("probe_request_rate", "str"),  # vLLM 0.33 `0.5 req/s`
     "total input tokens": _s("total_input_tokens", "int"),
     "total input text tokens": _s("total_input_text_tokens", "int"),
     "total input vision tokens": _s("total_input_vision_tokens", "int"),
@@ -226,7 +229,16 @@ JSON_METRICS: dict[str, str] = {
     "accept_length": "accept_length",
     "request_goodput": "goodput_req_s",
     "last_gen_throughput": "last_gen_throughput_tok_s",
+    # `vllm bench serve --save-result` (serve.py: the benchmark's spec-decoding counters)
+    "spec_decode_acceptance_length": "accept_length",
+    "spec_decode_acceptance_rate": "draft_acceptance_rate",  # printed in percent
+    "spec_decode_num_drafts": "num_drafts",
+    "spec_decode_draft_tokens": "drafted_tokens",
+    "spec_decode_accepted_tokens": "accepted_tokens",
 }
+_JSON_PERCENT = frozenset({"spec_decode_acceptance_rate"})
+# A list of fractions, one per draft position (position_acceptance_rate_<i>).
+_JSON_POSITIONS = "spec_decode_per_position_acceptance_rates"
 _JSON_LATENCY = re.compile(
     r"^(?P<stat>mean|median|std|min|max|p(?P<p>\d+(?:\.\d+)?))_(?P<fam>ttft|tpot|itl|e2e_latency|e2el)_ms$"
 )
@@ -462,10 +474,18 @@ GENERIC_MARKS = base.Prefiltered(
     "Request throughput (req/s)",
 )
 OFFLINE_ROW = re.compile(r"Last generation throughput \(tok/s\):")
-_JSONL_HEAD = re.compile(r'\A\s*\{[^\n]*"(?:request_throughput|mean_ttft_ms|completed)"')
+# A benchmark record on a line of its own, anywhere in the head (noise may come first).
+_JSONL_HEAD = re.compile(
+    r'^[ \t]*\{[^\n]*"(?:request_throughput|mean_ttft_ms|completed)"', re.MULTILINE
+)
 _SGLANG_JSON_KEYS = re.compile(
     r'"(?:accept_length|random_range_ratio|sharegpt_output_len|'
     r'total_output_tokens_retokenized|server_info)"\s*:'
+)
+# Keys only `vllm bench serve --save-result` writes.
+_VLLM_JSON_KEYS = re.compile(
+    r'"(?:endpoint_type|model_id|tokenizer_id|burstiness|max_concurrent_requests|rtfx'
+    r'|spec_decode_[a-z_]+)"\s*:'
 )
 
 
@@ -495,6 +515,16 @@ def looks_like_jsonl(head: str) -> bool:
     if seen == 0:
         return lines[-1].lstrip().startswith("{")
     return objects > 0 and 2 * objects >= seen
+
+
+def vllm_json(head: str) -> bool:
+    """Whether the head is `vllm bench serve --save-result` JSON (one record per line)."""
+    head = strip_head(head)
+    return (
+        _JSONL_HEAD.search(head) is not None
+        and _VLLM_JSON_KEYS.search(head) is not None
+        and _SGLANG_JSON_KEYS.search(head) is None
+    )
 
 
 def sglang_jsonl(head: str) -> bool:
@@ -949,7 +979,9 @@ class BlockReader:
         self._pending.clear()
         for key, value in obj.items():
             metric = _json_metric(key)
-            if metric is not None:
+            if key == _JSON_POSITIONS and isinstance(value, list):
+                yield from self._positions(ln, block, key, value)
+            elif metric is not None:
                 if value is None:
                     continue
                 if isinstance(value, bool) or not isinstance(value, int | float):
@@ -965,15 +997,35 @@ class BlockReader:
                     )
                     continue
                 if metric == "accept_length":
-                    scope, bonus = ACCEPT_SCOPE["sglang"]
+                    producer = "vllm" if key.startswith("spec_decode_") else "sglang"
+                    scope, bonus = ACCEPT_SCOPE[producer]
                     yield Setting("accept_length_scope", scope, ln.no, block)
                     yield Setting("accept_len_counts_bonus", bonus, ln.no, block)
-                yield Sample(metric, float(value), ln.no, block)
+                number = float(value)
+                if key in _JSON_PERCENT:  # as a `(%)` row: the printed digits, two places on
+                    number = round(number / 100, decimals_of(repr(number)) + 2)
+                yield Sample(metric, number, ln.no, block)
             elif key in _JSON_ARRAYS:
                 self.ctx.count("per-request-array")
             else:
                 for k, v in _flatten(key, value):
                     yield Setting(k, v, ln.no, block)
+
+    def _positions(self, ln: Line, block: int, key: str, value: list[Any]) -> Iterator[Record]:
+        """Per-position acceptance fractions of a record, one sample per position."""
+        for i, rate in enumerate(value):
+            if isinstance(rate, bool) or not isinstance(rate, int | float):
+                self.ctx.warn(
+                    ln.no, "unparsed-line", f"record {block}: {key}[{i}] is not a number ({rate!r})"
+                )
+            elif not math.isfinite(rate):
+                self.ctx.warn(
+                    ln.no,
+                    "non-finite-value",
+                    f"record {block}: {key}[{i}] is {rate}; no sample taken",
+                )
+            else:
+                yield Sample(f"position_acceptance_rate_{i}", float(rate), ln.no, block)
 
 
 def _json_metric(key: str) -> str | None:

@@ -22,6 +22,8 @@ def sniff(head: str, name: str) -> float:
     """Score: vLLM-only rows are decisive; rows both producers print are a weak hint."""
     if _block.sglang_jsonl(head):
         return 0.0
+    if _block.vllm_json(head):
+        return 1.0
     if _block.TITLE_OFFLINE.search(head) and not _block.TITLE_SERVING.search(head):
         return 0.0
     sglang = _block.SGLANG_MARKS.search(head) is not None
@@ -45,15 +47,18 @@ class Reader(_block.BlockReader):
         next_block: Callable[[], int] | None = None,
         embed_server: bool = True,
         server: vllm_server.Reader | None = None,
+        jsonl: bool = False,
     ) -> None:
         # `server`: a reader that already read the start of the log (see vllm_server.parse)
         if server is None and embed_server:
             server = vllm_server.Reader(ctx)
         embedded = (vllm_server.format_id, server) if server is not None else None
-        super().__init__(format_id, ctx, next_block=next_block, embedded=embedded)
+        super().__init__(
+            format_id, ctx, next_block=next_block, json_records=True, jsonl=jsonl, embedded=embedded
+        )
 
 
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
-    """Records of one vLLM bench serve stdout, in line order."""
-    reader = Reader(ctx)
+    """Records of one vLLM bench serve stdout or `--save-result` JSON, in line order."""
+    reader = Reader(ctx, jsonl=_block.vllm_json(src.head) and _block.looks_like_jsonl(src.head))
     return read_lines(reader, src)

@@ -30,6 +30,13 @@ _ENGINE_MARK = re.compile(r"Avg (?:prompt|generation) throughput\s*:")
 _ENGINE_TAG = re.compile(r"\b(?P<tag>Engine\s+\d+)\s*:\s*")
 _AGGREGATED = re.compile(r"\b(?P<n>\d{1,9})\s+Engines\s+Aggregated\s*:\s*")
 _SPEC_MARK = re.compile(r"\b(?P<kind>SpecDecoding|Speculative) metrics\s*:\s*")
+# `--enable-mfu-metrics` (v1/metrics/perf.py): `Engine 000: MFU: 123.4 TF/s/GPU 1456.7 GB/s/GPU`
+# (`/device` from 0.33). A value counts only with its unit after it: a cut one has none.
+_MFU_MARK = re.compile(r"\bMFU\s*:\s*")
+_MFU_VALUE = re.compile(r"(?P<num>\d+(?:\.\d+)?)\s*(?P<unit>TF|GB)/s/(?:GPU|device)\b")
+_MFU_METRIC = {"TF": "decode_tflops_per_gpu", "GB": "read_bw_gb_s"}
+# Metric lines of other features that are not read: said once per file, with their count.
+_UNREAD = re.compile(r"\b(?P<what>DiffusionDecoding metrics|Iteration\(\d+\))\s*:")
 _PREFIX_V0 = re.compile(r"Prefix cache hit rate\s*:\s*(?=GPU\s*:)")
 _STAGE_TIMES = "SpecDecodeWorker stage times"
 _VERSION = re.compile(r"\bvLLM (?:API )?server version:?\s+v?(?P<ver>\d[\w.+-]*)")
@@ -272,6 +279,7 @@ class Reader:
         self._config_seen = False
         self._settings_done: set[str] = set()
         self._unknown: set[str] = set()
+        self._unread_kinds: set[str] = set()  # metric lines of features not read, said once
         self._bonus: _Bonus | None = None
         self._bonus_clash = False
         self._accept_line: int | None = None  # first line with a mean acceptance length
@@ -313,6 +321,15 @@ class Reader:
         if s is not None:
             yield from self._spec(ln, s)
             return
+        if "MFU" in text:
+            f = _MFU_MARK.search(text)
+            if f is not None:
+                yield from self._mfu(ln, f)
+                return
+        u = _UNREAD.search(text)
+        if u is not None:
+            self._unread_line(ln, u.group("what"))
+            return
         p = _PREFIX_V0.search(text)
         if p is not None:
             yield from self._prefix_v0(ln, p.end())
@@ -340,6 +357,36 @@ class Reader:
         else:
             self.ctx.count("ignored")
         self.claimed = False
+
+    def _mfu(self, ln: Line, mark: re.Match[str]) -> Iterator[Record]:
+        """An MFU line: estimated TFLOP/s and memory bandwidth per device."""
+        text = ln.text
+        self.ctx.count("mfu")
+        tags = list(_ENGINE_TAG.finditer(text, 0, mark.start() + 1))
+        rank = " ".join(tags[-1].group("tag").split()) if tags else None
+        ts = self._ts(text, mark.start())
+        seen = 0
+        for v in _MFU_VALUE.finditer(text, mark.end()):
+            seen += 1
+            yield Sample(
+                _MFU_METRIC[v.group("unit")], float(v.group("num")), ln.no, rank=rank, ts=ts
+            )
+        if seen < 2 and ln.cut:
+            self._cut(ln, "MFU line", "the last value", text[mark.end() :][-20:])
+        elif seen == 0:
+            self.ctx.warn(ln.no, "unparsed-line", "MFU line: no value with its unit could be read")
+
+    def _unread_line(self, ln: Line, what: str) -> None:
+        kind = "iteration details" if what.startswith("Iteration") else what
+        self.ctx.count(f"unread:{kind}")
+        if kind in self._unread_kinds:
+            return
+        self._unread_kinds.add(kind)
+        self.ctx.warn(
+            ln.no,
+            "unparsed-line",
+            f"vLLM {kind} lines are not read (first here; the record counts say how many)",
+        )
 
     def finish(self) -> Iterator[Record]:
         """Records owed at the end: the bonus-token fact, idle and baseline notes."""

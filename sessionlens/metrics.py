@@ -89,6 +89,25 @@ _add("output_throughput_tok_s", "tok/s", "higher", "sum", "output tokens per sec
 _add("total_throughput_tok_s", "tok/s", "higher", "sum", "input + output tokens per second")
 _add("peak_output_throughput_tok_s", "tok/s", "higher", "sum", "peak output tokens per second")
 _add("concurrency", "req", None, "sum", "mean concurrent requests")
+# SGLang 0.5.23 `steady_state_serving`: the same figures over the window where at least a
+# ratio of the concurrency limit was running (a `Steady-State Result` block or record).
+_add("steady_input_throughput_tok_s", "tok/s", "higher", "sum", "steady-state input tokens/s")
+_add("steady_output_throughput_tok_s", "tok/s", "higher", "sum", "steady-state output tokens/s")
+_add(
+    "steady_output_throughput_retokenized_tok_s",
+    "tok/s",
+    "higher",
+    "sum",
+    "steady-state output tokens/s, retokenized",
+)
+_add(
+    "steady_peak_output_throughput_tok_s",
+    "tok/s",
+    "higher",
+    "sum",
+    "steady-state peak output tokens/s",
+)
+_add("steady_concurrency", "req", None, "sum", "mean concurrent requests in the steady window")
 _add("peak_concurrent_requests", "req", None, "sum", "peak concurrent requests")
 _add("goodput_req_s", "req/s", "higher", "sum", "requests meeting the SLOs per second")
 _add("successful_requests", "req", "higher", "sum", "successful requests")

@@ -176,7 +176,24 @@ ROWS: dict[str, RowSpec] = {
     "per-position acceptance": RowSpec("per_position", "subheader"),
 }
 # Rows whose meaning depends on their section (SGLang 0.5.14+ `--cache-report`).
+STEADY = "steady-state result"
 SECTION_ROWS: dict[str, dict[str, RowSpec]] = {
+    # SGLang 0.5.23 `steady_state_serving` prints this block after the run's own: its rows
+    # are the steady window's, never the run's (no row of it falls through to `ROWS`).
+    STEADY: {
+        "concurrency ratio": _s("steady_concurrency_ratio", "float"),
+        "measurement duration (s)": _s("steady_duration_s", "float"),
+        "minimum concurrency": _s("steady_min_concurrency", "int"),
+        "completed requests": _s("steady_completed_requests", "int"),
+        "input tokens": _s("steady_input_tokens", "int"),
+        "input token throughput (tok/s)": _m("steady_input_throughput_tok_s"),
+        "generated tokens": _s("steady_output_tokens", "float"),
+        "output token throughput (tok/s)": _m("steady_output_throughput_tok_s"),
+        "output throughput, retokenized (tok/s)": _m("steady_output_throughput_retokenized_tok_s"),
+        "average concurrency": _m("steady_concurrency"),
+        "peak concurrency": _s("steady_peak_concurrency", "int"),
+        "peak output throughput (tok/s)": _m("steady_peak_output_throughput_tok_s"),
+    },
     "cache hit details": {
         "total prompt tokens": _s("cache_total_prompt_tokens", "int"),
         "total cached tokens": _s("cache_total_cached_tokens", "int"),
@@ -196,6 +213,7 @@ KNOWN_SECTIONS = frozenset(
         "goodput",
         "cache hit details",
         "speculative decoding",
+        STEADY,
     }
 )
 LATENCY_FAMILIES = {
@@ -237,6 +255,15 @@ JSON_METRICS: dict[str, str] = {
     "spec_decode_accepted_tokens": "accepted_tokens",
 }
 _JSON_PERCENT = frozenset({"spec_decode_acceptance_rate"})
+# SGLang 0.5.23 `steady_state_serving` appends its window's figures to the output file as a
+# record of their own (told by `concurrency_ratio` and `window_start`); other keys: settings.
+_STEADY_JSON = {
+    "input_throughput": "steady_input_throughput_tok_s",
+    "output_throughput": "steady_output_throughput_tok_s",
+    "output_throughput_retokenized": "steady_output_throughput_retokenized_tok_s",
+    "average_concurrency": "steady_concurrency",
+    "peak_output_throughput": "steady_peak_output_throughput_tok_s",
+}
 # A list of fractions, one per draft position (position_acceptance_rate_<i>).
 _JSON_POSITIONS = "spec_decode_per_position_acceptance_rates"
 _JSON_LATENCY = re.compile(
@@ -280,6 +307,8 @@ def section_key(title: str) -> str:
 def lookup(label: str, section: str | None) -> RowSpec | None:
     """The meaning of a row label in a section (None: before any section), if known."""
     key = norm_label(label)
+    if section == STEADY:
+        return SECTION_ROWS[STEADY].get(key)
     if section is not None and section in SECTION_ROWS:
         found = SECTION_ROWS[section].get(key)
         if found is not None:
@@ -565,9 +594,19 @@ class _Row:
     at_end: bool  # nothing (not even padding) follows the value
 
 
+# A label with a comma (`Output throughput, retokenized (tok/s):`, SGLang 0.5.23) is a row
+# only when padded and with a value: free text with a comma and a colon is a label line.
+_ROW_COMMA = re.compile(
+    r"^\s*(?P<label>[A-Za-z#][A-Za-z0-9 #()/%<>.+_'&,-]{0,79}?)[ \t]*:"
+    r"(?P<gap>[ \t]{2,})(?P<value>\S(?:.*\S)?)(?P<trail>[ \t]*)$"
+)
+
+
 def parse_row(text: str) -> _Row | None:
     """A `label:` + whitespace + value line (value may be empty), or None."""
     m = _ROW.match(text)
+    if m is None and "," in text:
+        m = _ROW_COMMA.match(text)
     if m is None:
         return None
     value = m["value"] or ""
@@ -748,6 +787,8 @@ class BlockReader:
     def _open(self, line: int, title: str | None = None) -> _Block:
         known = title is not None and norm_label(title) in _KNOWN_TITLES
         self._block = _Block(line, title=title, known_title=known, label=self._label)
+        if title is not None and norm_label(title) == STEADY:
+            self._block.section = STEADY  # its rows are read by their own table
         return self._block
 
     def _materialize(self, b: _Block) -> Iterator[Record]:
@@ -977,9 +1018,16 @@ class BlockReader:
         for key, (value, line) in self._pending.items():
             yield Setting(key, value, line, block)
         self._pending.clear()
+        steady = "concurrency_ratio" in obj and "window_start" in obj
+        if steady:
+            yield Setting("label", "Steady-State Result", ln.no, block)
         for key, value in obj.items():
-            metric = _json_metric(key)
-            if key == _JSON_POSITIONS and isinstance(value, list):
+            metric = _STEADY_JSON.get(key) if steady else _json_metric(key)
+            if steady and metric is None:
+                yield from (
+                    Setting(f"steady_{k}", v, ln.no, block) for k, v in _flatten(key, value)
+                )
+            elif key == _JSON_POSITIONS and isinstance(value, list):
                 yield from self._positions(ln, block, key, value)
             elif metric is not None:
                 if value is None:

@@ -93,6 +93,9 @@ _TABLE_COLUMNS: dict[str, tuple[str, str]] = {
     "cache hit rate": ("prefix_cache_hit_rate", "rate"),
     "input cost ($/1m)": ("", "skip"),
     "output cost ($/1m)": ("", "skip"),
+    # 0.5.23: what the case lines gave, summed up
+    "steady output throughput (tok/s)": ("steady_state_output_throughput_tok_s", "num"),
+    "early stops": ("", "skip"),  # `3/8`: the case lines give early_stopped_requests
 }
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _COMMAND = re.compile(r"\bsglang\.bench_one_batch(?P<server>_server)?\b")
@@ -143,6 +146,7 @@ class Reader:
         self._table: list[tuple[str, str]] | None = None
         self._headers: list[str] = []
         self._table_row = 0
+        self._table_taken: set[int] = set()  # positions of the cases the table's rows matched
         self._plan: list[dict[str, int]] | None = None  # cases from the command line
         self._plan_at = 0
         self._command_open = False
@@ -488,6 +492,7 @@ class Reader:
                     entry = ("", "skip")
                 self._table.append(entry)
             self._table_row = 0
+            self._table_taken = set()
             self.ctx.count("table-header")
             return
         if self._table is None:
@@ -543,13 +548,7 @@ class Reader:
                     settings[name] = int(value)
                 continue
             values.append((name, value))
-        row = self._table_row
-        self._table_row += 1
-        case = self._server_blocks[row] if row < len(self._server_blocks) else None
-        if case is not None and any(
-            key in case.settings and case.settings[key] != value for key, value in settings.items()
-        ):
-            case = None  # the rows are not the printed cases in order
+        case = self._table_case(settings)
         if case is None:
             # the table alone (pasted), or rows beyond the printed cases: a case of its own
             case = _Case(ln.no, warmup=False, server=True, total=True)
@@ -567,6 +566,26 @@ class Reader:
                 case.read.add(metric)
                 assert case.block is not None
                 yield Sample(metric, value, ln.no, case.block)
+
+    def _table_case(self, settings: dict[str, int]) -> _Case | None:
+        """The printed case a table row sums up: the first one not yet matched whose
+        settings agree with the row's (0.5.23 sorts the table by input length, so rows are
+        not the cases in printed order), else the case at the row's position."""
+        row = self._table_row
+        self._table_row += 1
+        cases = self._server_blocks
+        free = [i for i in range(len(cases)) if i not in self._table_taken]
+        shared = [i for i in free if any(k in cases[i].settings for k in settings)]
+        for i in shared:
+            if all(cases[i].settings.get(k, v) == v for k, v in settings.items()):
+                self._table_taken.add(i)
+                return cases[i]
+        if shared:
+            return None  # rows that no printed case agrees with: cases of their own
+        if row < len(cases) and row not in self._table_taken:
+            self._table_taken.add(row)
+            return cases[row]
+        return None
 
     # ---------------------------------------------------------------- command line
 

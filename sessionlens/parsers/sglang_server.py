@@ -47,11 +47,12 @@ _RANK = re.compile(r"(?<![A-Za-z0-9_])(ATTN_CP|MOE_DP|DP|PP|TP|EP)(\d+)(?![A-Za-
 _GLUED = re.compile(r"(?P<k>[^:]+?): (?P<v>\S+)\s*")
 _CAPACITY = re.compile(r"\b([a-z_]+)=([^,\s]*)(,)?")
 _KV_ALLOC = re.compile(
-    r"KV Cache is allocated\. #tokens: (?P<n>\d+), (?:K size: (?P<k>[\d.]+) GB, "
+    r"KV Cache is allocated\.(?: \w+: [^,#]*,)* #tokens: (?P<n>\d+), (?:K size: (?P<k>[\d.]+) GB, "
     r"V size: (?P<v>[\d.]+) GB|KV size: (?P<kv>[\d.]+) GB)"
 )
 _CAPTURE_END = re.compile(
     r"Capture (?P<what>[\w \-()]*?)(?:graph|CUDA graph) end\. "
+    r"(?:\w+=(?:\[[^\]]*\]|[^,\s]*), )*"  # 0.5.23 prints `bs=[1, 2, ...], ` first
     r"(?:Time elapsed: |elapsed=)(?P<t>[\d.]+) s(?P<rest>.*)"
 )
 _NOT_TARGET_CAPTURE = ("draft", "piecewise", "prefill")
@@ -182,6 +183,12 @@ def _rank_of(prefix: str) -> tuple[str | None, dict[str, int]]:
     if not tags:
         return None, {}
     return " ".join(t + n for t, n in tags), {t: int(n) for t, n in tags}
+
+
+def _ranked(nums: dict[str, int]) -> bool:
+    """Whether a line carries a rank tag that duplicates are told by: TP, or PP (printed
+    alone at tp=1, where every pipeline stage reports the same batch), CP, MoE-DP, EP."""
+    return any(t in nums for t in _TAGS_KEY)
 
 
 def _message(text: str) -> str:
@@ -392,6 +399,8 @@ class Reader:
         has_usage = any(k in ("token_usage", "prefill_token_usage") for k, _ in out)
         if usages and not has_usage and not (ln.cut and usage_last):
             out.append(("prefill_token_usage" if col else "token_usage", max(usages)))
+        if len({k for k, _ in out}) < len(out):
+            out = _first_of_each(out)
         return out
 
     def _field(
@@ -491,8 +500,8 @@ class Reader:
         later, sometimes in the next second, and grep over several nodes' logs puts whole
         files one after the other.
         """
-        if rank is None or ts is None or "TP" not in nums:
-            return records  # no TP tag or no time: nothing to tell duplicates by
+        if rank is None or ts is None or not _ranked(nums):
+            return records  # no rank tag or no time: nothing to tell duplicates by
         if self._is_dup(rank, nums, ts):
             self.ctx.count("duplicate-rank")
             return []
@@ -524,7 +533,7 @@ class Reader:
 
     def _is_dup(self, rank: str | None, nums: dict[str, int], ts: str | None) -> bool:
         """A line from a rank above the lowest one seen in its DP group: a duplicate."""
-        if rank is None or ts is None or "TP" not in nums:
+        if rank is None or ts is None or not _ranked(nums):
             return False
         lowest = self._lowest.get(self._group(nums))
         return lowest is not None and _key_of(nums) > lowest
@@ -533,7 +542,7 @@ class Reader:
         """The DP group a ranked line belongs to (DESIGN §3)."""
         if "DP" in nums:
             return f"DP{nums['DP']}"
-        if self.dp_attention:
+        if self.dp_attention and "TP" in nums:
             return f"TP{nums['TP']}"  # DP attention without DPn tags: each TP is a group
         return ""
 
@@ -738,6 +747,18 @@ class _Own:
 
     def finish(self) -> Iterator[Record]:
         return self.reader._finish_own()
+
+
+def _first_of_each(values: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """One value per metric, the first printed: with SWA or mamba and HiSparse together
+    (0.5.23) both `#full token` and `#gpu token` are the line's `num_token`."""
+    seen: set[str] = set()
+    out = []
+    for k, v in values:
+        if k not in seen:
+            seen.add(k)
+            out.append((k, v))
+    return out
 
 
 def _quick(raw: str, decimals: int | None) -> float | None:
@@ -975,9 +996,10 @@ def _learn(text: str) -> _Layout | None:
     pattern = head + _rx(marker) + tail + ", ".join(pieces) + "$"
     if re.fullmatch(pattern, text) is None:  # a layout that does not read its own line
         return None
-    outputs: list[tuple[str, tuple[int, ...], str]] = [
-        (metric, (g + 1,), h) for g, (metric, h, _) in enumerate(groups) if metric
-    ]
+    outputs: list[tuple[str, tuple[int, ...], str]] = []
+    for g, (metric, h, _) in enumerate(groups):
+        if metric and all(o[0] != metric for o in outputs):  # the first of each, as `_fields`
+            outputs.append((metric, (g + 1,), h))
     usage = [(g + 1, h) for g, (_, h, is_usage) in enumerate(groups) if is_usage]
     total = "prefill_token_usage" if col else "token_usage"
     if usage and not any(o[0] in ("token_usage", "prefill_token_usage") for o in outputs):
@@ -1447,7 +1469,7 @@ class _ChunkRun:
             return _FEED, None
         if "DP" in nums and not r.dp_attention:
             return _FEED, None
-        if rank is None or "TP" not in nums:
+        if rank is None or not _ranked(nums):
             return _PLAIN, None
         group = r._group(nums)
         k = _key_of(nums)

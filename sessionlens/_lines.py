@@ -12,6 +12,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import io
+import json
 import re
 import zlib
 from collections.abc import Callable, Iterator
@@ -47,12 +48,44 @@ class Line:
     cut: bool = False
 
 
+# Keys of a benchmark's JSON record: such a line is data, never a log envelope.
+_RECORD_KEYS = frozenset({"completed", "request_throughput", "mean_ttft_ms", "output_throughput"})
+_ASCTIME_MS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})$")
+
+
+def _unwrap_json(text: str) -> str:
+    """The line a program printed, from a JSON log envelope: docker's json-file driver
+    (`{"log": "...\\n", "stream": ..., "time": ...}`) or a JSON logging formatter
+    (`{"asctime": ..., "message": ...}`, the time put back in front as `[...]`); any other
+    text is returned as it is."""
+    body = text.strip()
+    if not body.endswith("}") or ('"log"' not in body and '"message"' not in body):
+        return text
+    try:
+        obj = json.loads(body)
+    except (ValueError, RecursionError):
+        return text
+    if not isinstance(obj, dict) or not _RECORD_KEYS.isdisjoint(obj):
+        return text
+    inner = obj.get("log", obj.get("message"))
+    if not isinstance(inner, str):
+        return text
+    inner = inner.rstrip("\n").replace("\r\n", " ").replace("\n", " ")
+    ts = obj.get("asctime")
+    if "log" not in obj and isinstance(ts, str) and len(ts) < 40:
+        stamp = _ASCTIME_MS.sub(r"\1.\2", ts)  # `,123` milliseconds as `.123`
+        inner = f"[{stamp}] {inner}"
+    return inner
+
+
 def clean(text: str) -> str:
     """Remove terminal and Markdown noise from one line (no `\\n` inside)."""
     if "\r" in text:
         text = text.rstrip("\r")
         if "\r" in text:
             text = text.rsplit("\r", 1)[1]
+    if text[:2] == '{"' or (text[:1] in (" ", "\t") and text.lstrip()[:2] == '{"'):
+        text = _unwrap_json(text)
     if "\x1b" in text:
         text = _ANSI_ESC.sub("", text)
         text = text.replace("\x1b", "")

@@ -96,3 +96,32 @@ def test_large_file_is_read_in_chunks(tmp_path: Path) -> None:
         n += 1
         assert len(ln.text) == 999
     assert n == 3000 == src.n_lines
+
+
+@pytest.mark.parametrize(
+    ("raw", "want"),
+    [
+        (  # docker's json-file driver
+            '{"log":"[2025-11-14 09:12:44 TP0] Decode batch, #queue-req: 0\\n",'
+            '"stream":"stderr","time":"2025-11-14T09:12:44.1Z"}',
+            "[2025-11-14 09:12:44 TP0] Decode batch, #queue-req: 0",
+        ),
+        (  # a JSON logging formatter: the time goes back in front, milliseconds with a dot
+            '{"asctime": "2026-10-30 15:02:04,123", "levelname": "INFO", '
+            '"message": "Decode batch, #running-req: 3"}',
+            "[2026-10-30 15:02:04.123] Decode batch, #running-req: 3",
+        ),
+        (  # ANSI codes escaped inside the JSON string are cleaned after unwrapping
+            '{"log":"\\u001b[32mINFO\\u001b[0m:     127.0.0.1:1 - \\"POST /generate HTTP/1.1\\" 200\\n"}',
+            'INFO:     127.0.0.1:1 - "POST /generate HTTP/1.1" 200',
+        ),
+        (  # a benchmark record is data, never an envelope
+            '{"completed": 64, "request_throughput": 0.94, "message": "ok"}',
+            '{"completed": 64, "request_throughput": 0.94, "message": "ok"}',
+        ),
+        ('{"log": "cut mid-str', '{"log": "cut mid-str'),  # not JSON: as it is
+        ('{"log": 42}', '{"log": 42}'),  # no text inside
+    ],
+)
+def test_json_log_envelopes_are_unwrapped(raw: str, want: str) -> None:
+    assert _lines.clean(raw) == want

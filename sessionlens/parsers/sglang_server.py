@@ -877,7 +877,7 @@ _RARE = (
 _DECODE, _PREFILL, _HTTP = "Decode batch", "Prefill batch", "HTTP/"
 
 # `_lines.clean` acts on a line only if it holds one of these (polars regex syntax).
-_NOISE_RX = r"[\x1b\x1e`~>]|\*\*|\[[0-9;]{0,12}m"
+_NOISE_RX = r"[\x1b\x1e`~>]|\*\*|\[[0-9;]{0,12}m|^[ \t]*\{\""
 # Without `, ~, > and \r (parked as \x1e), `clean` is these substitutions in order.
 _ANSI_ESC_RX = r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>]"
 _ANSI_BARE_RX = r"\[[0-9;]{0,12}m"
@@ -1672,7 +1672,7 @@ def _clean_noisy(sub: pl.Series) -> pl.Series:
         .str.replace_all(_ANSI_BARE_RX, "")
         .str.replace_all("**", "", literal=True)
     )
-    hard = sub.str.contains(r"[`~>\x1e]")
+    hard = sub.str.contains(r"[`~>\x1e]|^[ \t]*\{\"")  # and JSON envelopes: `clean` itself
     if hard.any():
         at = hard.arg_true()
         raw = sub.gather(at).to_list()

@@ -234,6 +234,8 @@ _STORAGE_ROW = re.compile(r"^storage\b.*$")
 # bench_serving `--output-file` keys -> metric (log-formats §5.1).
 JSON_METRICS: dict[str, str] = {
     "completed": "successful_requests",
+    "successful_requests": "successful_requests",  # bench_offline_throughput's records
+    "total_latency": "benchmark_duration_s",  # the same: the whole run's duration
     "failed": "failed_requests",
     "duration": "benchmark_duration_s",
     "request_throughput": "request_throughput_req_s",

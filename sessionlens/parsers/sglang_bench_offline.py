@@ -23,9 +23,17 @@ priority = 20
 _OFFLINE_BACKEND = re.compile(r"^\s*Backend:[ \t]+(?:engine|runtime)[ \t]*$", re.MULTILINE)
 
 
+# `--result-filename` JSONL: a record per run, from the in-process backends.
+_JSON_HEAD = re.compile(
+    r'^[ \t]*\{[^\n]*"backend": "(?:engine|runtime)"[^\n]*"total_latency"', re.M
+)
+
+
 def sniff(head: str, name: str) -> float:
     """Score: the title is decisive; `Last generation throughput` or `Backend: engine` hint."""
     if _block.TITLE_OFFLINE.search(head):
+        return 1.0
+    if _JSON_HEAD.search(head):
         return 1.0
     if _block.TITLE_SERVING.search(head):
         return 0.0
@@ -43,6 +51,7 @@ class Reader(_block.BlockReader):
         *,
         next_block: Callable[[], int] | None = None,
         embed_server: bool = True,
+        jsonl: bool = False,
     ) -> None:
         # one block numbering for the result blocks and the server log's phase blocks
         next_block = next_block or _block.counter()
@@ -51,10 +60,13 @@ class Reader(_block.BlockReader):
             if embed_server
             else None
         )
-        super().__init__(format_id, ctx, next_block=next_block, embedded=embedded)
+        super().__init__(
+            format_id, ctx, next_block=next_block, json_records=True, jsonl=jsonl, embedded=embedded
+        )
 
 
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
     """Records of one bench_offline_throughput stdout, in line order."""
-    reader = Reader(ctx)
+    jsonl = _JSON_HEAD.search(src.head) is not None
+    reader = Reader(ctx, jsonl=jsonl)
     return read_lines(reader, src)

@@ -9,6 +9,7 @@ the server in-process) go to the embedded `sglang_server.Reader`; it reads none 
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -637,9 +638,32 @@ _SNIFF_CASE = re.compile(
 _SNIFF_TABLE = re.compile(r"^\s*\|\s*batch size\s*\|\s*input len\s*\|\s*latency \(s\)", re.M)
 
 
+# `result.jsonl` of both scripts (log-formats §5.2, §5.4): one record per case.
+_JSON_HEAD = re.compile(
+    r'^[ \t]*\{[^\n]*"(?:median_decode_latency|prefill_latency|last_ttft|acc_length)"', re.M
+)
+_JSON_METRICS = {
+    "prefill_latency": "prefill_latency_s",
+    "prefill_throughput": "prefill_throughput_tok_s",
+    "median_decode_latency": "decode_median_latency_s",
+    "median_decode_throughput": "decode_median_throughput_tok_s",
+    "total_latency": "total_latency_s",
+    "latency": "total_latency_s",
+    "overall_throughput": "total_throughput_tok_s",
+    "input_throughput": "input_throughput_tok_s",
+    "output_throughput": "output_throughput_tok_s",
+    "last_ttft": "last_ttft_s",
+    "last_gen_throughput": "last_gen_throughput_tok_s",
+    "acc_length": "accept_length",
+    "cache_hit_rate": "prefix_cache_hit_rate",
+}
+
+
 def sniff(head: str, name: str) -> float:
     """Score: the fixed result lines of both scripts, or the server variant's table."""
     if _SNIFF_ONE.search(head):
+        return 1.0
+    if _JSON_HEAD.search(head):
         return 1.0
     head = strip_head(head)
     if _SNIFF_CASE.search(head):
@@ -652,6 +676,50 @@ def sniff(head: str, name: str) -> float:
 
 
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
-    """Records of a bench_one_batch or bench_one_batch_server output, in line order."""
+    """Records of a bench_one_batch or bench_one_batch_server output (or their
+    `result.jsonl`), in line order."""
+    if _JSON_HEAD.search(src.head):  # a record on a line of its own, maybe after noise
+        return _records(src, ctx)
     reader = Reader(ctx)
     return read_lines(reader, src)
+
+
+def _records(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
+    """The cases of a `result.jsonl`: a block per record, sizes and run name as settings."""
+    block = 0
+    bonus_said = False
+    for ln in src.lines():
+        text = ln.text.strip()
+        if not text:
+            continue
+        try:
+            obj = json.loads(text)
+        except (ValueError, RecursionError):
+            obj = None
+        if not isinstance(obj, dict):
+            if ln.cut:
+                ctx.warn(ln.no, "truncated-output", "the last record is cut; no sample taken")
+            else:
+                ctx.warn(ln.no, "bad-record", "this line is not one JSON record; skipped")
+            continue
+        ctx.count("record")
+        yield BlockStart(block, ln.no, format_id)
+        for key, value in obj.items():
+            metric = _JSON_METRICS.get(key)
+            if metric is None:
+                if value is not None and not isinstance(value, dict | list):
+                    yield Setting(key, value, ln.no, block)
+                continue
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                ctx.warn(ln.no, "unparsed-line", f"record {block}: {key} is not a number")
+                continue
+            if not math.isfinite(value):
+                ctx.warn(ln.no, "non-finite-value", f"record {block}: {key} is {value}")
+                continue
+            if metric == "accept_length" and not bonus_said:
+                bonus_said = True  # the server's avg_spec_accept_length: bonus counted
+                yield Setting("accept_len_counts_bonus", True, ln.no)
+            yield Sample(metric, float(value), ln.no, block)
+        block += 1

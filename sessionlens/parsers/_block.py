@@ -255,6 +255,7 @@ JSON_METRICS: dict[str, str] = {
     "spec_decode_num_drafts": "num_drafts",
     "spec_decode_draft_tokens": "drafted_tokens",
     "spec_decode_accepted_tokens": "accepted_tokens",
+    "slo_attainment": "slo_attainment",  # a fraction (stdout prints it in percent)
 }
 _JSON_PERCENT = frozenset({"spec_decode_acceptance_rate"})
 # SGLang 0.5.23 `steady_state_serving` appends its window's figures to the output file as a
@@ -1057,6 +1058,17 @@ class BlockReader:
                 yield Sample(metric, number, ln.no, block)
             elif key in _JSON_ARRAYS:
                 self.ctx.count("per-request-array")
+            elif key == "cache_report" and isinstance(value, dict):
+                # `--cache-report`: the hit rate is the stdout block's `Cache hit rate:` row
+                rate = value.get("cache_hit_rate_pct")
+                if isinstance(rate, int | float) and not isinstance(rate, bool):
+                    pct = float(rate)
+                    if math.isfinite(pct):
+                        fraction = round(pct / 100, decimals_of(repr(pct)) + 2)
+                        yield Sample("cache_hit_rate", fraction, ln.no, block)
+                rest = {k: v for k, v in value.items() if k != "cache_hit_rate_pct"}
+                for k, v in _flatten(key, rest):
+                    yield Setting(k, v, ln.no, block)
             else:
                 for k, v in _flatten(key, value):
                     yield Setting(k, v, ln.no, block)

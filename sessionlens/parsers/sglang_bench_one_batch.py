@@ -37,6 +37,9 @@ _BENCHMARK = re.compile(r"^\s*Benchmark\s*\.\.\.\s*$")
 _SKIPPING = re.compile(
     r"\bskipping \((?P<bs>\d{1,18}), (?P<il>\d{1,18}), (?P<ol>\d{1,18})\) due to (?P<why>.*?)\s*$"
 )
+# bench_one_batch_server 0.5.23: `========Skip benchmark batch_size=64 > ...=48 due to max
+# running requests limit.========` (or `... {input_len=} {output_len=}: ... due to kv cache limit.`)
+_SKIP_SERVER = re.compile(r"\bSkip benchmark (?P<what>.*?)(?: due to (?P<why>[^=]*?))?\.?=*\s*$")
 _MAX_TOKENS = re.compile(r"^\s*max_total_num_tokens\s*=\s*(?P<n>\d{1,18})(?P<end>\s*$|\s*,)")
 
 # Per line kind: label -> (metric, kind, fixed decimals); see vllm_server.keyed_fields.
@@ -215,6 +218,10 @@ class Reader:
             self.ctx.count("warmup")
         elif (m := _SKIPPING.search(text)) is not None:
             self._skipping(ln, m)
+        elif "Skip benchmark" in text and (m := _SKIP_SERVER.search(text)) is not None:
+            self._close()
+            why = f" ({m.group('why')})" if m.group("why") else ""
+            self.ctx.warn(ln.no, "skipped-case", f"the benchmark skipped {m.group('what')}{why}")
         elif (m := _MAX_TOKENS.match(text)) is not None:
             if m.group("end").strip() or not ln.cut:
                 yield Setting("max_total_num_tokens", int(m.group("n")), ln.no)

@@ -635,6 +635,9 @@ class Reader:
         if hit == "fired up and ready":
             self.ctx.count("fired-up")
             return
+        if "Testing retraction" in text:  # a deliberate retraction test, not a full pool
+            self.ctx.count("retract-test")
+            return
         if "Retract requests" in text or "#retracted_reqs" in text:
             self.ctx.count("retract")
             self._retracts += 1

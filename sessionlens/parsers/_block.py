@@ -194,6 +194,11 @@ SECTION_ROWS: dict[str, dict[str, RowSpec]] = {
         "peak concurrency": _s("steady_peak_concurrency", "int"),
         "peak output throughput (tok/s)": _m("steady_peak_output_throughput_tok_s"),
     },
+    # after `Cache hit rate:` the same tiers again, as shares of the cached tokens (0.5.23)
+    "cache hit shares": {
+        "device": _s("cache_device_share"),
+        "host": _s("cache_host_share"),
+    },
     "cache hit details": {
         "total prompt tokens": _s("cache_total_prompt_tokens", "int"),
         "total cached tokens": _s("cache_total_cached_tokens", "int"),
@@ -212,6 +217,7 @@ KNOWN_SECTIONS = frozenset(
         "inter token latency",
         "goodput",
         "cache hit details",
+        "cache hit shares",
         "speculative decoding",
         STEADY,
     }
@@ -318,6 +324,8 @@ def lookup(label: str, section: str | None) -> RowSpec | None:
             return found
         if section == "cache hit details" and _STORAGE_ROW.match(key):
             return _s("cache_" + slug(key))
+        if section == "cache hit shares" and _STORAGE_ROW.match(key):
+            return _s("cache_" + slug(key) + "_share")
     found = ROWS.get(key)
     if found is not None:
         return found
@@ -862,6 +870,8 @@ class BlockReader:
             b.percent_positions = "%" in row.label
             return
         b.names.add(spec.name)
+        if spec.name == "cache_hit_rate" and b.section == "cache hit details":
+            b.section = "cache hit shares"  # the tiers that follow are shares, not counts
         yield from self._materialize(b)
         assert b.index is not None
         self.ctx.count("row")

@@ -335,6 +335,8 @@ class Reader:
         usage_last = False  # the last complete field was a pool usage (more may follow)
         col = 1 if kind == "prefill" else 0
         items = body.split(", ")
+        if "[" in body:
+            items = _bracketed(items)  # `est uncap acc len: 3.25 [3.00, 3.50]` is one field
         last = len(items) - 1
         prev_key = ""
         risky = last if ln.cut else -1  # the item a cut may have shortened
@@ -750,6 +752,17 @@ class _Own:
 
     def finish(self) -> Iterator[Record]:
         return self.reader._finish_own()
+
+
+def _bracketed(items: list[str]) -> list[str]:
+    """Items of a `, `-split line with a `[lo, hi]` range joined back into its field."""
+    out: list[str] = []
+    for item in items:
+        if out and out[-1].count("[") > out[-1].count("]"):
+            out[-1] += ", " + item
+        else:
+            out.append(item)
+    return out
 
 
 def _first_of_each(values: list[tuple[str, float]]) -> list[tuple[str, float]]:

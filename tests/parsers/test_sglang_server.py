@@ -760,3 +760,20 @@ def test_phase_blocks_and_a_later_benchmark_block_never_share_a_number() -> None
     spans = spans.sort("lo")
     los, his = spans["lo"].to_list(), spans["hi"].to_list()
     assert all(h < lo for h, lo in zip(his, los[1:], strict=False))
+
+
+def test_a_bracketed_range_stays_inside_its_field() -> None:
+    """SGLang 0.5.23 DSpark: `est uncap acc len: 3.25 [3.00, 3.50]` holds `, ` in its value."""
+    line = (
+        "[2026-10-30 15:01:01 TP0] Decode batch, #running-req: 3, #token: 900, "
+        "token usage: 0.01, accept len: 3.10, est uncap acc len: 3.25 [3.00, 3.50], "
+        "cuda graph: True, gen throughput (token/s): 150.00, #queue-req: 0\n"
+    )
+    result = parse_text(line * 2, format="sglang-server", path="s.log")
+    notes = [d for d in result.diagnostics if d.code == "unknown-field"]
+    assert len(notes) == 1
+    assert "'est uncap acc len'" in notes[0].message
+    got = dict(zip(result.columns.metric, result.columns.value, strict=True))
+    assert got["gen_throughput_tok_s"] == 150.0
+    assert got["accept_len"] == 3.10
+    assert got["queue_req"] == 0

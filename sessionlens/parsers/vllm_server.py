@@ -39,7 +39,11 @@ _MFU_METRIC = {"TF": "decode_tflops_per_gpu", "GB": "read_bw_gb_s"}
 _UNREAD = re.compile(r"\b(?P<what>DiffusionDecoding metrics|Iteration\(\d+\))\s*:")
 _PREFIX_V0 = re.compile(r"Prefix cache hit rate\s*:\s*(?=GPU\s*:)")
 _STAGE_TIMES = "SpecDecodeWorker stage times"
-_VERSION = re.compile(r"\bvLLM (?:API )?server version:?\s+v?(?P<ver>\d[\w.+-]*)")
+_VERSION = re.compile(
+    r"\bvLLM (?:API )?server version:?\s+v?(?P<ver>\d[\w.+-]*)"
+    # 0.20+ start-up logo (the default): `... █▀▄▀█  version 0.33.0`
+    r"|█\s+version\s+v?(?P<logo>\d[\w.+-]*)\s*$"
+)
 _ENGINE_INIT = re.compile(
     r"(?P<what>Initializing an?|Dumping input data for) (?P<v1>V1 )?LLM engine\s*"
     r"\(v(?P<ver>[^)\s]*)\) with config:\s*(?P<cfg>.*)$"
@@ -350,7 +354,7 @@ class Reader:
             return
         v = _VERSION.search(text)
         if v is not None:
-            yield from self._set_version(ln, v.group("ver"))
+            yield from self._set_version(ln, v.group("ver") or v.group("logo"))
             return
         if _HTTP_ACCESS.search(text):
             self.ctx.count("http-access")

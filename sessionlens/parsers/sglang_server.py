@@ -893,7 +893,11 @@ _RARE = (
 _DECODE, _PREFILL, _HTTP = "Decode batch", "Prefill batch", "HTTP/"
 
 # `_lines.clean` acts on a line only if it holds one of these (polars regex syntax).
-_NOISE_RX = r"[\x1b\x1e`~>]|\*\*|\[[0-9;]{0,12}m|^[ \t]*\{\""
+_NOISE_RX = r"[\x1b\x1e`~>]|\*\*|\[[0-9;]{0,12}m"
+# ... and a JSON log envelope (`clean` unwraps it): looked for only in chunks holding `{"`
+# (an anchored alternative in `_NOISE_RX` would make that regex several times slower).
+_ENVELOPE_RX = r'^[ \t]*\{"'
+
 # Without `, ~, > and \r (parked as \x1e), `clean` is these substitutions in order.
 _ANSI_ESC_RX = r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>]"
 _ANSI_BARE_RX = r"\[[0-9;]{0,12}m"
@@ -1198,8 +1202,11 @@ class _ChunkRun:
         self.window = _WINDOW
         self.keep: list[npt.NDArray[np.int64]] = []  # batch positions whose samples to read
         self.fed: list[tuple[int, Sample]] = []
+        noisy = pl.col("t").str.contains(_NOISE_RX)
+        if b'{"' in chunk.data:
+            noisy = noisy | pl.col("t").str.contains(_ENVELOPE_RX)
         flags = t.to_frame("t").select(  # the expressions of one select run in parallel
-            noise=pl.col("t").str.contains(_NOISE_RX),
+            noise=noisy,
             dec=pl.col("t").str.contains(_DECODE, literal=True),
             pre=pl.col("t").str.contains(_PREFILL, literal=True),
             http=pl.col("t").str.contains(_HTTP, literal=True),
@@ -1688,7 +1695,7 @@ def _clean_noisy(sub: pl.Series) -> pl.Series:
         .str.replace_all(_ANSI_BARE_RX, "")
         .str.replace_all("**", "", literal=True)
     )
-    hard = sub.str.contains(r"[`~>\x1e]|^[ \t]*\{\"")  # and JSON envelopes: `clean` itself
+    hard = sub.str.contains(r"[`~>\x1e]") | sub.str.contains(_ENVELOPE_RX)  # `clean` itself
     if hard.any():
         at = hard.arg_true()
         raw = sub.gather(at).to_list()

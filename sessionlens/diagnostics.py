@@ -52,6 +52,7 @@ CODES: dict[str, tuple[Level, str]] = {
     # --- serving benchmark codes ---
     "unknown-row": ("info", "rows of a benchmark block that no alias maps were skipped"),
     "bad-record": ("warning", "a JSONL line is not a JSON benchmark record; it was skipped"),
+    "client-error": ("warning", "the benchmark client stopped on an exception"),
     # --- vllm-server / one-batch codes ---
     "unknown-field": ("info", "a field of a known line is not known; it was skipped"),
     "idle-interval": ("info", "idle engine intervals (nothing running, 0 tokens/s) aren't samples"),

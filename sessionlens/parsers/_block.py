@@ -38,10 +38,14 @@ _OUTER = re.compile(
     r"|\[\d+,\d+\]<std(?:out|err)>:"
     r"|[A-Za-z][\w.-]*[ \t]+\|(?:[ \t]|$)"
     r"|\((?:[\w.\-]+\s)?pid=\d+(?:,\s*ip=[\d.]+)?\)[ \t]"
+    r"|\[pod/[\w.-]+/[\w.-]+\][ \t]"  # kubectl logs --prefix
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? - [\w.]+ - [A-Z]+ - "  # python logging
+    r"|\d{1,9}[:-](?![\d:-])"  # grep -n without a file name (`7:`, context `7-`)
     r"|(?:[\w.~+-]*/)*[\w~+-][\w.~+-]*\.[A-Za-z]\w{0,7}(?:\.\d+)?(?:[:-]\d+)?[:-]))+"
 )
-# A Markdown list bullet before a pasted line (`- Run 1/5: ...`); never `---` or `-1`.
-_BULLET = re.compile(r"^[ \t]*[-*+\u2022][ \t]+(?=\S)")
+# A Markdown list bullet or number before a pasted line (`- Run 1/5: ...`, `1. Run ...`);
+# never `---`, `-1` or `1.5`.
+_BULLET = re.compile(r"^[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])[ \t]+(?=\S)")  # or `1. `
 
 
 # A tqdm bar (`desc: 50%|█████     | 500/1000 [01:23<00:00, 11.92it/s]`) that another

@@ -27,7 +27,7 @@ priority = 10
 
 _RUN_SNIFF = re.compile(r"Run\s+\d+\s*/\s*\d+\s*:\s*\d+\s+tokens?\s+in\s")
 _HEADER = re.compile(r"^\s*Benchmarking\b[\s.:]*(?P<url>\S*)")
-_VALUE = r"(?:'[^']*'|\"[^\"]*\"|[^,\s]*)"
+_VALUE = r"(?:'[^']*'|\"[^\"]*\"|[^,\s()]*)"  # unquoted: no `(`, so `r = post(url, ...)` is code
 _KV_LINE = re.compile(
     rf"^\s*[A-Za-z_][\w.-]*\s*=\s*{_VALUE}(?:\s*,\s*[A-Za-z_][\w.-]*\s*=\s*{_VALUE})*\s*,?\s*$"
 )
@@ -73,6 +73,13 @@ _LOG_STAMP = re.compile(
     r"(?:\s*-?\s*(?:INFO|WARNING|DEBUG)\b\s*[-:]?)?\s*"
 )
 _UNITS = ("tokens", "toks", "tok/s", "tokens/s", "sec", "seconds")
+# The client stopping on an exception: the traceback's last line (`requests.exceptions.
+# ReadTimeout: ...`, `KeyboardInterrupt`); the runs after it are missing for that reason.
+_TRACEBACK = re.compile(r"^\s*Traceback \(most recent call last\)")
+_EXCEPTION = re.compile(
+    r"^\s*(?P<exc>(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Timeout|Interrupt|Exit))"
+    r"(?::\s*(?P<msg>.*))?$"
+)
 # (group, terminator group, metric, fixed decimals)
 _FIELDS = (
     ("T", "Tt", "output_tokens", 0),
@@ -122,6 +129,7 @@ class _State:
     # one numbering for invocations and the embedded log's phase blocks
     next_block: Callable[[], int] = field(default_factory=counter)
     claimed: bool = True  # whether the last line belonged to the current invocation
+    in_traceback: bool = False  # a `Traceback` line was seen and its exception line not yet
 
     @property
     def inv(self) -> _Inv | None:
@@ -233,6 +241,16 @@ def _line(ln: Line, text: str, st: _State, ctx: ParseContext) -> Iterator[Record
             ln.no, "unparsed-line", f"a run line that could not be read: {text.strip()[:80]!r}"
         )
         return
+    if _TRACEBACK.match(text):
+        st.in_traceback = True
+        ctx.count("traceback")
+        return
+    e = _EXCEPTION.match(text) if st.in_traceback or inv is not None else None
+    if e is not None and (st.in_traceback or e.group("msg") is not None):
+        st.in_traceback = False
+        what = e.group("exc") + (f": {e.group('msg')[:80]}" if e.group("msg") else "")
+        ctx.warn(ln.no, "client-error", f"the benchmark client stopped on {what}")
+        return
     st.claimed = False  # other text (a shell prompt, grep's `--`): not the invocation's
 
 
@@ -343,7 +361,7 @@ def _run(ln: Line, text: str, m: re.Match[str], st: _State, ctx: ParseContext) -
                 level="warning",
             )
     t, s, x = values.get("output_tokens"), values.get("duration_s"), values.get("throughput_tok_s")
-    if t is not None and s is not None:
+    if t is not None and s is not None and s > 0:  # `0 tokens in 0.00s`: nothing to add
         inv.tokens += int(t)
         inv.seconds += s
         inv.counted += 1
@@ -392,12 +410,15 @@ def _result_row(
             before = before[: ti.start()] + before[ti.end() :]
         if NUMBER.search(before) is None:  # X must be the row's own number, not a list's last
             value = tok.group("v")
-    elif "tok/s" in label or "tokens/s" in label:
-        # the unit is in the label: `Mean throughput (tok/s): 59.6`
-        first = NUMBER.match(segment.strip())
-        if first is not None and NUMBER.search(segment.strip(), first.end()) is None:
+    elif ("tok/s" in label or "tokens/s" in label) and not re.search(r"\d", label):
+        # the unit is in the label: `Mean throughput (tok/s): 59.6`; never a reference
+        # figure inside it (`vs baseline (82.6 tok/s): -29.4%` is a ratio)
+        seg = segment.strip()
+        first = NUMBER.match(seg)
+        ratio = first is not None and seg[first.end() :].lstrip()[:1] in ("%", "x", "×")
+        if first is not None and not ratio and NUMBER.search(seg, first.end()) is None:
             value = first.group()
-            complete = not (at_end and first.end() >= len(segment.strip()))
+            complete = not (at_end and first.end() >= len(seg))
     if value is None:
         ctx.warn(ln.no, "unknown-results", f"results row not understood: {label}: {segment[:60]!r}")
         return False

@@ -328,7 +328,9 @@ def analyze(session: Session) -> Analysis:
     comparisons: list[ComparisonResult] = []
     if baseline is not None:
         wanted = [m for m in HEADLINE if (baseline, m) in values][:1]
-        wanted += [h.metric for h in session.hypotheses if h.metric not in wanted]
+        for h in session.hypotheses:  # one row per metric, however many claims name it
+            if h.metric not in wanted:
+                wanted.append(h.metric)
         for name in names:
             if name == baseline:
                 continue

@@ -68,6 +68,38 @@ NOT_CONFOUNDS: frozenset[str] = frozenset(
         "accept_len_derived",
     }
 )
+# What a run measured that logs print beside its settings (token totals, cache hits, the KV
+# pool it got): outcomes, never settings, so never confounds nor settings that differ.
+MEASURED: frozenset[str] = frozenset(
+    {
+        "total_input_tokens",
+        "total_input_text_tokens",
+        "total_input_vision_tokens",
+        "total_output_tokens",
+        "total_output_tokens_retokenized",
+        "kv_cache_tokens",
+        "kv_cache_gb",
+        "max_total_num_tokens",
+        "cache_total_prompt_tokens",
+        "cache_total_cached_tokens",
+        "cache_device",
+        "cache_host",
+    }
+)
+_MEASURED_ROOTS = ("server_info.", "steady_", "cache_storage_")
+_MEASURED_SUFFIX = ("_share",)
+
+
+def is_measured(key: str) -> bool:
+    """Whether a "setting" is in fact something the run measured (see MEASURED)."""
+    leaf = key.rsplit(".", 1)[-1]
+    return (
+        key in MEASURED
+        or leaf in MEASURED
+        or key.startswith(_MEASURED_ROOTS)
+        or (key.startswith("cache_") and key.endswith(_MEASURED_SUFFIX))
+    )
+
 
 # Benchmark parameters: a difference is a confound unless the hypothesis names it (not num_runs).
 BENCH_PARAMS: frozenset[str] = frozenset(
@@ -358,7 +390,8 @@ def _combine(df: pl.DataFrame, keyed_rows: pl.Expr) -> pl.DataFrame:
 
 
 def settings_diff(settings: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Settings whose values differ between configs (launch noise left out), in key order."""
+    """Settings whose values differ between configs (launch noise and measured outcomes
+    left out), in key order."""
     names = list(settings)
     if len(names) < 2:
         return {}
@@ -369,7 +402,7 @@ def settings_diff(settings: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
                 keys.append(key)
     diff: dict[str, dict[str, Any]] = {}
     for key in keys:
-        if is_noise(key):
+        if is_noise(key) or is_measured(key):
             continue
         vals = {name: settings[name].get(key) for name in names}
         present = [v for n, v in vals.items() if key in settings[n]]
@@ -401,6 +434,7 @@ def confounds(
         for k in baseline
         if k in candidate
         and not is_noise(k)
+        and not is_measured(k)
         and k.rsplit(".", 1)[-1] not in NOT_CONFOUNDS
         and _norm(baseline[k]) != _norm(candidate[k])
     ]

@@ -130,7 +130,7 @@ def _number(value: Any) -> bool:
 def load(path: Path, shown: str = "sessionlens.toml") -> Manifest:
     """Read and validate a manifest; any problem is a `ManifestError` naming the line."""
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # an editor's BOM is no TOML error
     except (OSError, UnicodeDecodeError) as exc:
         raise _err(shown, None, f"cannot read the manifest: {exc}") from None
     try:
@@ -249,6 +249,8 @@ def load(path: Path, shown: str = "sessionlens.toml") -> Manifest:
                     f"unknown config {body[key]!r} in {key} "
                     f"(configs: {', '.join(names) or 'none'})",
                 )
+        if body["baseline"] == body["candidate"]:
+            raise _err(shown, line, f"hypothesis {i + 1} compares {body['baseline']!r} with itself")
         direction = body.get("direction", "increase")
         if direction not in ("increase", "decrease"):
             raise _err(
@@ -336,6 +338,8 @@ def parse_hypothesis(text: str, hid: str) -> HypothesisSpec:
             f'cannot read --hypothesis {text!r}: expected "CANDIDATE > BASELINE '
             f'[on METRIC] [by N%]"'
         )
+    if m.group("cand") == m.group("base"):
+        raise UsageError(f"--hypothesis {text!r} compares a config with itself")
     num = m.group("num")
     min_effect = float(num) / 100 if num is not None else DEFAULT_MIN_EFFECT
     return HypothesisSpec(

@@ -224,9 +224,14 @@ def load_session(
                 digest_entries.append((rel, info.sha256))
 
     hyps = list(manifest.hypotheses) if manifest else []
-    start = len(hyps)
-    for i, text in enumerate(hypotheses):
-        hyps.append(parse_hypothesis(text, f"H{start + i + 1}"))
+    taken = {h.id for h in hyps}
+    number = len(hyps)
+    for text in hypotheses:
+        number += 1
+        while f"H{number}" in taken:  # after the manifest's ids, whatever they are
+            number += 1
+        taken.add(f"H{number}")
+        hyps.append(parse_hypothesis(text, f"H{number}"))
     names = [c.name for c in configs]
     if baseline is not None and baseline not in names:
         raise UsageError(f"--baseline {baseline!r} is not a config (configs: {', '.join(names)})")

@@ -141,3 +141,24 @@ def test_vllm_cycle_estimate_pairs_spec_lines_with_engine_lines(tmp_path: Path) 
     assert "accept_len_counts_bonus" not in [c.setting for c in h.confounds]
     assert "tensor_parallel_size" in [c.setting for c in h.confounds]
     assert any(d.code == "mixed-accept-len" for d in a.diagnostics)
+
+
+def test_claims_on_one_metric_share_one_comparison_row_and_cli_ids_follow_the_manifest(
+    tmp_path: Path,
+) -> None:
+    seed = (FIXTURES / "formats" / "bench-stdout" / "seed-truncated.log").read_text()
+    for i, (name, backend) in enumerate((("fa3", "fa3"), ("triton", "triton"))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "server.log").write_text(SERVER_ARGS.format(backend=backend, seed=i))
+        (tmp_path / name / "bench.log").write_text(seed)
+    (tmp_path / "sessionlens.toml").write_text(
+        '\ufeff[configs.fa3]\npaths = ["fa3/*"]\n\n[configs.triton]\npaths = ["triton/*"]\n\n'
+        '[[hypotheses]]\nid = "H2"\nbaseline = "fa3"\ncandidate = "triton"\n'
+        'metric = "output_tokens"\n'
+    )  # with an editor's byte-order mark
+    s = load_session(tmp_path, hypotheses=["triton > fa3 by 5%", "triton < fa3 on output_tokens"])
+    a = analyze(s)
+    assert [h.id for h in a.hypotheses] == ["H2", "H3", "H4"]  # never a clash
+    rows = [(c.metric, c.baseline, c.candidate) for c in a.comparisons]
+    assert len(rows) == len(set(rows))
+    assert ("output_tokens", "fa3", "triton") in rows

@@ -107,3 +107,20 @@ def test_same_rank_twice_in_one_second_is_not_summed(tmp_path: Path) -> None:
     (tmp_path / "c" / "server.log").write_text(text)
     values = values_by_config(load_session(tmp_path))
     assert [p.value for p in values[("c", "gen_throughput_tok_s")]] == [60.0, 62.0]
+
+
+def test_measured_outcomes_are_neither_settings_nor_confounds() -> None:
+    a = {
+        "attention_backend": "fa3",
+        "total_output_tokens_retokenized": 81876,
+        "server_info.internal_states.0.last_gen_throughput": 61.2,
+        "kv_cache_tokens": 425984,
+    }
+    b = {
+        "attention_backend": "triton",
+        "total_output_tokens_retokenized": 81871,
+        "server_info.internal_states.0.last_gen_throughput": 60.1,
+        "kv_cache_tokens": 425000,
+    }
+    assert confounds(a, b, ["attention_backend"]) == []
+    assert set(settings_diff({"a": a, "b": b})) == {"attention_backend"}

@@ -143,3 +143,11 @@ def test_hypothesis_language(
 def test_hypothesis_language_errors(text: str) -> None:
     with pytest.raises(UsageError, match="cannot read --hypothesis"):
         parse_hypothesis(text, "H1")
+
+
+def test_a_config_compared_with_itself_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="itself"):
+        parse_hypothesis("a > a by 5%", "H1")
+    p = write(tmp_path, '[[hypotheses]]\nbaseline = "a"\ncandidate = "a"\n')
+    with pytest.raises(ManifestError, match="itself"):
+        load(p)

@@ -385,6 +385,31 @@ def analyze(session: Session) -> Analysis:
                 )
             )
 
+    mixed = {name: session.mixed_settings(name) for name in names}
+    for name, found in mixed.items():
+        if not found:
+            continue
+        shown = "; ".join(
+            f"{k}: {', '.join(_show(v) for v in vals[:6])}{' …' if len(vals) > 6 else ''}"
+            for k, vals in found.items()
+        )
+        diags.append(
+            dg.make(
+                "mixed-settings",
+                name,
+                None,
+                f"config {name} pools runs made with different settings ({shown}); its "
+                "statistics mix them: give each its own config (a sub-folder, or [configs] "
+                "in sessionlens.toml)",
+            )
+        )
+    hyps = [
+        h.model_copy(update={"warnings": [*h.warnings, "mixed-settings"]})
+        if mixed.get(h.baseline) or mixed.get(h.candidate)
+        else h
+        for h in hyps
+    ]
+
     econ = _economics(session, values, settings, by_name, baseline, diags)
     return Analysis(
         sessionlens_version=__version__,

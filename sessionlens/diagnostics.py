@@ -68,6 +68,10 @@ CODES: dict[str, tuple[Level, str]] = {
     "warmup-excluded": ("info", "warm-up results are not samples"),
     "skipped-case": ("info", "the benchmark skipped a case"),
     "incomplete-case": ("warning", "a benchmark case ends before its summary lines"),
+    "mixed-settings": (
+        "warning",
+        "a config pools runs made with different benchmark settings (rate, concurrency, ...)",
+    ),
     # --- statistics codes ---
     "non-finite-value": ("warning", "a nan or infinite value was left out of the statistics"),
     "undefined-change": ("warning", "the baseline mean is zero or negative; no relative change"),

@@ -90,6 +90,34 @@ _MEASURED_ROOTS = ("server_info.", "steady_", "cache_storage_")
 _MEASURED_SUFFIX = ("_share",)
 
 
+# Run parameters a config's runs should share: pooled, different values mix different
+# experiments (a request-rate sweep in one folder); `num_runs` and `warmup` do not.
+POOLING_KEYS: frozenset[str] = frozenset(
+    {
+        "request_rate",
+        "max_concurrency",
+        "batch_size",
+        "input_len",
+        "output_len",
+        "random_input_len",
+        "random_output_len",
+        "dataset_name",
+        "max_tokens",
+        "model",
+        "model_path",
+        "model_id",
+        "served_model_name",
+        "tag",
+        "url",
+    }
+)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two setting values are the same (as `settings_diff` compares them)."""
+    return bool(_norm(a) == _norm(b))
+
+
 def is_measured(key: str) -> bool:
     """Whether a "setting" is in fact something the run measured (see MEASURED)."""
     leaf = key.rsplit(".", 1)[-1]

@@ -80,6 +80,26 @@ class Session:
         merged.update(spec.settings)
         return merged
 
+    def mixed_settings(self, name: str) -> dict[str, list[Any]]:
+        """Benchmark parameters (rate, concurrency, sizes, model, tag, server URL) that take
+        more than one value among a config's sources and blocks: their runs are pooled."""
+        from . import group
+
+        seen: dict[str, list[Any]] = {}
+        for src in self.sources:
+            if self.source_config.get(src.path) != name:
+                continue
+            for settings in (src.settings, *(b.settings for b in src.blocks)):
+                for key, value in settings.items():
+                    leaf = key.rsplit(".", 1)[-1]
+                    if leaf not in group.POOLING_KEYS:
+                        continue
+                    values = seen.setdefault(key, [])
+                    if not any(group.same_value(value, v) for v in values):
+                        values.append(value)
+        spec = next(c for c in self.configs if c.name == name)
+        return {k: v for k, v in seen.items() if len(v) > 1 and k not in spec.settings}
+
     def input_paths(self) -> list[Path]:
         """Absolute paths of every input (for refusing to overwrite one)."""
         return [self.root / s.path for s in self.sources]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import shutil
 from pathlib import Path
 
 import pytest
@@ -162,3 +163,17 @@ def test_claims_on_one_metric_share_one_comparison_row_and_cli_ids_follow_the_ma
     rows = [(c.metric, c.baseline, c.candidate) for c in a.comparisons]
     assert len(rows) == len(set(rows))
     assert ("output_tokens", "fa3", "triton") in rows
+
+
+def test_a_config_pooling_a_concurrency_sweep_is_said(tmp_path: Path) -> None:
+    """Blocks of a sweep in one folder are different experiments: the report says so, and
+    each hypothesis on that config carries the warning."""
+    sweep = FIXTURES / "formats" / "sglang-bench-serving" / "sweep-3-blocks.log"
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        shutil.copy(sweep, tmp_path / name / "bench.log")
+    a = analyze(load_session(tmp_path, hypotheses=["b > a on output_throughput_tok_s by 5%"]))
+    mixed = [d for d in a.diagnostics if d.code == "mixed-settings"]
+    assert sorted(d.file for d in mixed) == ["a", "b"]
+    assert "max_concurrency: 4, 8" in mixed[0].message
+    assert "mixed-settings" in a.hypotheses[0].warnings

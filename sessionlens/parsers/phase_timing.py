@@ -6,6 +6,7 @@ state machine `sglang-server` embeds; it reads no other record: any other line e
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections.abc import Callable, Iterator
@@ -152,7 +153,12 @@ class Reader:
 
     def wants(self, text: str) -> bool:
         """Whether `feed` must see this line (cheap; False for most lines of a server log)."""
-        return self._block is not None or "ms/cyc" in text or _STAGE_SNIFF in text
+        return self._block is not None or self.starts(text)
+
+    @staticmethod
+    def starts(text: str) -> bool:
+        """Whether a line may be a phase or stage-times line (whatever the reader's state)."""
+        return "ms/cyc" in text or _STAGE_SNIFF in text
 
     def feed(self, ln: Line, rank: str | None = None) -> Iterator[Record]:
         """Records of one line; any line that is not a phase line closes the open block."""
@@ -353,10 +359,48 @@ def _stage_times(ln: Line, ctx: ParseContext) -> Iterator[Record]:
         yield Sample(metric, num.value, ln.no, None, None, None, ts)
 
 
+# mpirun's `--tag-output`: `[job,rank]<stdout>:` before every line of every rank.
+_MPI_TAG = re.compile(r"^\s*\[\d+,(?P<rank>\d+)\]<std(?:out|err)>:")
+
+
+def _line_rank(text: str) -> str | None:
+    """The rank a phase line comes from: mpirun's tag, or the `TPn` of a `[... TPn]`
+    prefix (ranks printing at once interleave their blocks)."""
+    m = _MPI_TAG.match(text)
+    if m is not None:
+        return f"rank{m.group('rank')}"
+    at = text.find("]")
+    if at <= 0 or "P" not in text[:at]:
+        return None
+    from .sglang_server import _rank_of  # it imports this module
+
+    return _rank_of(text[:at])[0]
+
+
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
-    """Records of a file of phase lines, in line order."""
-    reader = Reader(ctx)
+    """Records of a file of phase lines, in line order. Ranks printing at once interleave
+    their blocks: each rank's lines go to a reader of its own (one block numbering); a line
+    without a rank goes to every reader it concerns."""
+    numbers = itertools.count()
+
+    def next_block() -> int:
+        return next(numbers)
+
+    readers: dict[str | None, Reader] = {}
     for ln in src.lines():
-        if reader.wants(ln.text):
-            yield from reader.feed(ln)
-    yield from reader.finish()
+        text = ln.text
+        rank = _line_rank(text)
+        if rank is not None:
+            reader = readers.get(rank)
+            if reader is None and (ln.cut or Reader.starts(text)):
+                reader = readers[rank] = Reader(ctx, next_block=next_block)
+            targets = [reader] if reader is not None else []
+        else:
+            targets = [r for r in readers.values() if r.wants(text)]
+            if not targets and (ln.cut or Reader.starts(text)):
+                targets = [readers.setdefault(None, Reader(ctx, next_block=next_block))]
+        for reader in targets:
+            if reader.wants(text) or ln.cut:  # a cut last line may be a phase line's start
+                yield from reader.feed(ln, rank)
+    for reader in readers.values():
+        yield from reader.finish()

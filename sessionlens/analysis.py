@@ -585,8 +585,9 @@ def _economics(
                 "mixed-accept-len",
                 session.root.name or "session",
                 None,
-                "acceptance lengths of these configs count the bonus token differently; "
-                "they are compared after adding 1 where it is not counted",
+                "acceptance lengths of these configs count the bonus token differently: "
+                "the economics add 1 where it is not counted, but tables, comparisons and "
+                "hypotheses on accept_len show the values as logged (not like for like)",
             )
         )
     return out

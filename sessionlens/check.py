@@ -249,7 +249,8 @@ def _compare_md(shown: str, committed: str, fresh: str) -> list[Finding]:
         findings.append(
             Finding(
                 shown,
-                f"{what}: {_clip(was)!r} in the report, {_clip(now)!r} now",
+                f"{what}: {_clip(was, _start(was, now))!r} in the report, "
+                f"{_clip(now, _start(was, now))!r} now",
                 "changed-number" if what.startswith("a number") else "changed-text",
                 line + 1,
             )
@@ -306,9 +307,21 @@ def _numbers(text: str) -> list[str]:
     return _NUM.findall(text)
 
 
-def _clip(text: str, width: int = 70) -> str:
+def _start(was: str, now: str) -> int:
+    """Where to start showing two lines so that their first difference is in view."""
+    was, now = was.strip(), now.strip()
+    same = 0
+    while same < min(len(was), len(now)) and was[same] == now[same]:
+        same += 1
+    return max(0, same - 30)
+
+
+def _clip(text: str, start: int = 0, width: int = 70) -> str:
+    """The line from `start` (marked `…` when it does not begin there), at most `width` long."""
     text = text.strip()
-    return text if len(text) <= width else text[: width - 1] + "…"
+    head = "…" if start > 0 else ""
+    text = text[start:]
+    return head + (text if len(text) <= width else text[: width - 1] + "…")
 
 
 def _short(digest: Any) -> str:

@@ -334,9 +334,20 @@ def spec_math_cmd(
     ] = MathFormat.text,
 ) -> int:
     """Speculative-decoding economics: ceiling, break-even and needed acceptance."""
+    import math
+
     from .render.specmath_text import economics_json, economics_text
     from .specmath import economics
 
+    for flag, number in (
+        ("--cycle-ms", cycle_ms),
+        ("--accept-len", accept_len),
+        ("--measured-tok-s", measured_tok_s),
+        ("--baseline-tok-s", baseline_tok_s),
+        ("--target-tok-s", target_tok_s),
+    ):
+        if number is not None and not math.isfinite(number):
+            raise UsageError(f"{flag} must be a finite number, not {number}")
     if cycle_ms <= 0 or accept_len <= 0:
         raise UsageError("--cycle-ms and --accept-len must be positive")
     if steps is not None and steps < 1:

@@ -283,3 +283,14 @@ def test_hook_manifest_is_valid() -> None:
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_a_changed_number_is_shown_where_the_lines_differ() -> None:
+    from sessionlens.check import _clip, _start
+
+    was = "| eagle3-decode | eagle3-decode | bench.log | 5 | 59.6 ± 6.7 tok/s | 60.4 tok/s | 9.1 % | [1] [2] |"
+    now = was.replace("9.1 %", "9.3 %")
+    a, b = _clip(was, _start(was, now)), _clip(now, _start(was, now))
+    assert a != b
+    assert "9.1 %" in a
+    assert "9.3 %" in b

@@ -267,3 +267,15 @@ def test_report_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
     )
     assert code == 2
     assert "cannot read --hypothesis" in err
+
+
+@pytest.mark.parametrize("flag", ["--cycle-ms", "--accept-len", "--baseline-tok-s"])
+def test_spec_math_refuses_non_finite_numbers(
+    capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    args = {"--cycle-ms": "29.5", "--accept-len": "2.0", "--baseline-tok-s": "83"}
+    args[flag] = "nan"
+    code, out, err = run(capsys, "spec-math", *[x for kv in args.items() for x in kv])
+    assert code == 2
+    assert out == ""
+    assert f"{flag} must be a finite number" in err

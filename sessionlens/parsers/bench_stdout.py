@@ -32,6 +32,11 @@ _KV_LINE = re.compile(
     rf"^\s*[A-Za-z_][\w.-]*\s*=\s*{_VALUE}(?:\s*,\s*[A-Za-z_][\w.-]*\s*=\s*{_VALUE})*\s*,?\s*$"
 )
 _KV = re.compile(rf"([A-Za-z_][\w.-]*)\s*=\s*({_VALUE})(\s*,)?")
+# A settings line cut inside a key (`max_tokens=2048, num_runs=5, warm`): its pairs before
+# the cut are kept, the cut one is said.
+_KV_CUT = re.compile(
+    rf"^\s*(?:[A-Za-z_][\w.-]*\s*=\s*{_VALUE}\s*,\s*)+(?P<rest>[A-Za-z_][\w.-]*\s*=?\s*)$"
+)
 _WARMUP = re.compile(r"\bwarm[\s-]?up\b", re.IGNORECASE)
 # Each number is followed by its (optional) terminator; a cut line stops anywhere.
 _RUN = re.compile(
@@ -217,6 +222,15 @@ def _line(ln: Line, text: str, st: _State, ctx: ParseContext) -> Iterator[Record
     in_results = inv is not None and inv.results_line is not None
     if not in_results and _KV_LINE.match(text):
         yield from _settings(ln, text, st, ctx)
+        return
+    if not in_results and ln.cut and (cut := _KV_CUT.match(text)) is not None:
+        yield from _settings(ln, text[: cut.start("rest")], st, ctx)
+        ctx.warn(
+            ln.no,
+            "truncated-settings",
+            f"the settings line is cut at {cut.group('rest').strip()!r}; the settings before "
+            "it are kept",
+        )
         return
     m = _RUN.search(text)
     # A run line says `T tokens`, or stops before that on a cut line; `Run 3/5: 50.9 tok/s`

@@ -323,3 +323,15 @@ def test_a_client_logging_with_timestamps_is_not_taken_for_a_server() -> None:
     assert r.sources[0].blocks[0].settings["num_runs"] == 5
     assert r.sources[0].summary["throughput_tok_s"] == 59.1
     assert r.sources[0].embedded_formats == []
+
+
+def test_a_settings_line_cut_in_a_key_keeps_the_pairs_before() -> None:
+    text = "Benchmarking http://localhost:8000\n  max_tokens=2048, num_runs=5, warm"
+    result = parse_text(text, format="bench-stdout", path="b.log")
+    (src,) = result.sources
+    settings = src.blocks[0].settings
+    assert settings["max_tokens"] == 2048
+    assert settings["num_runs"] == 5
+    assert "warm" not in settings
+    assert "warmup" not in settings
+    assert "truncated-settings" in [d.code for d in result.diagnostics if d.line == 2]

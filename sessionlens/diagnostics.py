@@ -68,6 +68,7 @@ CODES: dict[str, tuple[Level, str]] = {
     "warmup-excluded": ("info", "warm-up results are not samples"),
     "skipped-case": ("info", "the benchmark skipped a case"),
     "incomplete-case": ("warning", "a benchmark case ends before its summary lines"),
+    "empty-config": ("warning", "a config of the manifest gets no input file"),
     "mixed-settings": (
         "warning",
         "a config pools runs made with different benchmark settings (rate, concurrency, ...)",

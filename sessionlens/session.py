@@ -243,6 +243,22 @@ def load_session(
             if info.sha256:
                 digest_entries.append((rel, info.sha256))
 
+    if manifest is not None and rels:
+        taken_by = {name for name in assign.values() if name is not None}
+        for spec in configs:
+            if spec.name not in taken_by:
+                # its paths match nothing, or an earlier config's paths took every match
+                diags.append(
+                    dg.make(
+                        "empty-config",
+                        str(manifest_path.name),
+                        None,
+                        f"config {spec.name} gets no input: its paths "
+                        f"({', '.join(spec.paths) or 'none'}) match no file that an earlier "
+                        "config did not take",
+                    )
+                )
+
     hyps = list(manifest.hypotheses) if manifest else []
     taken = {h.id for h in hyps}
     number = len(hyps)

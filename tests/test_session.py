@@ -159,3 +159,17 @@ def test_folders_nested_deeper_than_the_recursion_limit_are_walked(
     rel = [p.relative_to(tmp_path).as_posix() for p in found]
     assert rel == ["d/a.log", "/".join(["d"] * depth) + "/bench.log", "z.log"]
     assert diags == []
+
+
+def test_a_manifest_config_that_gets_no_file_is_said(tmp_path: Path) -> None:
+    seed = FIXTURES / "formats" / "bench-stdout" / "seed-truncated.log"
+    for name in ("fp16", "fp8"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "bench.log").write_bytes(seed.read_bytes())
+    (tmp_path / "sessionlens.toml").write_text(
+        '[configs.fp16]\npaths = ["fp16/*"]\n[configs.fp8]\npaths = ["fp8/*"]\n'
+        '[configs.dup]\npaths = ["fp8/*"]\n[configs.none]\npaths = ["nothing/*"]\n'
+    )
+    s = load_session(tmp_path)
+    empty = [d for d in s.diagnostics if d.code == "empty-config"]
+    assert [d.message.split(" ")[1] for d in empty] == ["dup", "none"]

@@ -302,6 +302,13 @@ def _run(ln: Line, text: str, m: re.Match[str], st: _State, ctx: ParseContext) -
             f"run {run} repeats line {earlier[0]} word for word; it is counted once",
         )
         return
+    if inv is not None and inv.results_line is not None and earlier is not None:
+        before = _RUN.search(earlier[1])
+        if before is not None and all(before.group(g) == m.group(g) for g in "iTSXP"):
+            # the results section recaps the runs: the same figures, not a new invocation
+            ctx.count("results-recap")
+            inv.results_rows += 1
+            return
     restart: str | None = None
     if inv is not None and (inv.results_line is not None or run in inv.runs):
         # Run numbers start again, or runs follow a results section: a new invocation

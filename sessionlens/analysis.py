@@ -385,6 +385,17 @@ def analyze(session: Session) -> Analysis:
                 )
             )
 
+    for name in names:
+        for key, set_to, logged in session.overridden(name):
+            diags.append(
+                dg.make(
+                    "settings-override",
+                    name,
+                    None,
+                    f"config {name}: sessionlens.toml sets {key} = {_show(set_to)}, the logs "
+                    f"say {_show(logged)}; the manifest's value is used",
+                )
+            )
     mixed = {name: session.mixed_settings(name) for name in names}
     for name, found in mixed.items():
         if not found:

@@ -69,6 +69,7 @@ CODES: dict[str, tuple[Level, str]] = {
     "skipped-case": ("info", "the benchmark skipped a case"),
     "incomplete-case": ("warning", "a benchmark case ends before its summary lines"),
     "empty-config": ("warning", "a config of the manifest gets no input file"),
+    "settings-override": ("warning", "a manifest setting replaces a different logged value"),
     "mixed-settings": (
         "warning",
         "a config pools runs made with different benchmark settings (rate, concurrency, ...)",

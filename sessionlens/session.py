@@ -80,6 +80,27 @@ class Session:
         merged.update(spec.settings)
         return merged
 
+    def overridden(self, name: str) -> list[tuple[str, Any, Any]]:
+        """(key, the manifest's value, the logged value) where a config's manifest settings
+        replace a different value read from its logs."""
+        from . import group
+
+        spec = next(c for c in self.configs if c.name == name)
+        if not spec.settings:
+            return []
+        logged: dict[str, Any] = {}
+        for src in self.sources:
+            if self.source_config.get(src.path) != name:
+                continue
+            for settings in (src.settings, *(b.settings for b in src.blocks)):
+                for key, value in settings.items():
+                    logged.setdefault(key, value)
+        return [
+            (k, v, logged[k])
+            for k, v in spec.settings.items()
+            if k in logged and not group.same_value(v, logged[k])
+        ]
+
     def mixed_settings(self, name: str) -> dict[str, list[Any]]:
         """Benchmark parameters (rate, concurrency, sizes, model, tag, server URL) that take
         more than one value among a config's sources and blocks: their runs are pooled."""

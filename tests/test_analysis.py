@@ -177,3 +177,20 @@ def test_a_config_pooling_a_concurrency_sweep_is_said(tmp_path: Path) -> None:
     assert sorted(d.file for d in mixed) == ["a", "b"]
     assert "max_concurrency: 4, 8" in mixed[0].message
     assert "mixed-settings" in a.hypotheses[0].warnings
+
+
+def test_a_manifest_setting_that_replaces_a_logged_one_is_said(tmp_path: Path) -> None:
+    seed = (FIXTURES / "formats" / "bench-stdout" / "seed-truncated.log").read_text()
+    for i, (name, backend) in enumerate((("fa3", "fa3"), ("triton", "triton"))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "server.log").write_text(SERVER_ARGS.format(backend=backend, seed=i))
+        (tmp_path / name / "bench.log").write_text(seed)
+    (tmp_path / "sessionlens.toml").write_text(
+        '[configs.fa3]\npaths = ["fa3/*"]\nsettings = { attention_backend = "flashinfer" }\n'
+        '[configs.triton]\npaths = ["triton/*"]\nsettings = { attention_backend = "triton" }\n'
+    )
+    a = analyze(load_session(tmp_path))
+    said = [d for d in a.diagnostics if d.code == "settings-override"]
+    assert [d.file for d in said] == ["fa3"]  # triton's equals its log: nothing to say
+    assert "attention_backend = flashinfer, the logs say fa3" in said[0].message
+    assert a.configs[0].settings["attention_backend"] == "flashinfer"

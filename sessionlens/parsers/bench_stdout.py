@@ -287,6 +287,20 @@ def _settings(ln: Line, text: str, st: _State, ctx: ParseContext) -> Iterator[Re
     ctx.count("settings")
 
 
+def _recaps(before: re.Match[str], m: re.Match[str], cut: bool) -> bool:
+    """Whether run line `m` repeats the figures of `before` (a results section's recap);
+    on a cut line, the fields it still has (the last one maybe only begun)."""
+    if before.group("i") != m.group("i") or m.group("T") is None:
+        return False
+    for g in "TSXP":
+        now, was = m.group(g), before.group(g)
+        if now is None:
+            return cut  # the line stops before this field: only a cut may do that
+        if was is None or not (now == was or (cut and was.startswith(now))):
+            return False
+    return True
+
+
 def _run(ln: Line, text: str, m: re.Match[str], st: _State, ctx: ParseContext) -> Iterator[Record]:
     ctx.count("run")
     run = int(m.group("i"))
@@ -304,7 +318,7 @@ def _run(ln: Line, text: str, m: re.Match[str], st: _State, ctx: ParseContext) -
         return
     if inv is not None and inv.results_line is not None and earlier is not None:
         before = _RUN.search(earlier[1])
-        if before is not None and all(before.group(g) == m.group(g) for g in "iTSXP"):
+        if before is not None and _recaps(before, m, ln.cut):
             # the results section recaps the runs: the same figures, not a new invocation
             ctx.count("results-recap")
             inv.results_rows += 1

@@ -322,11 +322,17 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+# A config name as a word, or quoted when it holds spaces (`"eagle3 decode" > base`).
+_NAME = r"""(?:"[^"<>]+"|'[^'<>]+'|[^\s<>"']+)"""
 _HYP = re.compile(
-    r"^\s*(?P<cand>[^\s<>]+)\s*(?P<op>[<>])\s*(?P<base>[^\s<>]+)"
+    rf"^\s*(?P<cand>{_NAME})\s*(?P<op>[<>])\s*(?P<base>{_NAME})"
     r"(?:\s+on\s+(?P<metric>[A-Za-z0-9_]+))?"
     r"(?:\s+by\s+(?P<num>[0-9]*\.?[0-9]+)\s*(?P<pct>%)?)?\s*$"
 )
+
+
+def _unquote(name: str) -> str:
+    return name[1:-1] if name[:1] in "\"'" and name[-1:] == name[:1] else name
 
 
 def parse_hypothesis(text: str, hid: str) -> HypothesisSpec:
@@ -336,9 +342,10 @@ def parse_hypothesis(text: str, hid: str) -> HypothesisSpec:
     if m is None:
         raise UsageError(
             f'cannot read --hypothesis {text!r}: expected "CANDIDATE > BASELINE '
-            f'[on METRIC] [by N%]"'
+            f"[on METRIC] [by N%]\" (quote a config name with spaces: 'my config' > base)"
         )
-    if m.group("cand") == m.group("base"):
+    cand, base = _unquote(m.group("cand")), _unquote(m.group("base"))
+    if cand == base:
         raise UsageError(f"--hypothesis {text!r} compares a config with itself")
     num = m.group("num")
     min_effect = float(num) / 100 if num is not None else DEFAULT_MIN_EFFECT
@@ -346,8 +353,8 @@ def parse_hypothesis(text: str, hid: str) -> HypothesisSpec:
         id=hid,
         claim=text.strip(),
         metric=m.group("metric") or DEFAULT_METRIC,
-        baseline=m.group("base"),
-        candidate=m.group("cand"),
+        baseline=base,
+        candidate=cand,
         direction="increase" if m.group("op") == ">" else "decrease",
         min_effect=min_effect,
         origin="cli",

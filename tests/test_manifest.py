@@ -122,6 +122,16 @@ def test_manifest_errors(tmp_path: Path, text: str, expected: str) -> None:
         ),
         ("b<a on verify_ms_per_cycle by 10 %", "b", "a", "verify_ms_per_cycle", "decrease", 0.1),
         ("b > a by 2.5%", "b", "a", "throughput_tok_s", "increase", 0.025),
+        # folder names with spaces, quoted
+        (
+            '"eagle3 décodé" > base by 5%',
+            "eagle3 décodé",
+            "base",
+            "throughput_tok_s",
+            "increase",
+            0.05,
+        ),
+        ("b < 'my base' on ttft_ms_p99", "b", "my base", "ttft_ms_p99", "decrease", 0.02),
     ],
 )
 def test_hypothesis_language(
@@ -139,7 +149,7 @@ def test_hypothesis_language(
     assert h.claim == text.strip()
 
 
-@pytest.mark.parametrize("text", ["b >> a", "b = a", "b > a by fast", "> a"])
+@pytest.mark.parametrize("text", ["b >> a", "b = a", "b > a by fast", "> a", '"a b > c', "a b > c"])
 def test_hypothesis_language_errors(text: str) -> None:
     with pytest.raises(UsageError, match="cannot read --hypothesis"):
         parse_hypothesis(text, "H1")

@@ -101,12 +101,17 @@ SERVER_ARGS = (
 )
 
 
-def test_two_subfolders_without_manifest(tmp_path: Path) -> None:
+def _two_backends(root: Path) -> None:
+    """Configs fa3 and triton: the seed's runs, and server args differing in the backend."""
     seed = (FIXTURES / "formats" / "bench-stdout" / "seed-truncated.log").read_text()
     for i, (name, backend) in enumerate((("fa3", "fa3"), ("triton", "triton"))):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "server.log").write_text(SERVER_ARGS.format(backend=backend, seed=i))
-        (tmp_path / name / "bench.log").write_text(seed)
+        (root / name).mkdir()
+        (root / name / "server.log").write_text(SERVER_ARGS.format(backend=backend, seed=i))
+        (root / name / "bench.log").write_text(seed)
+
+
+def test_two_subfolders_without_manifest(tmp_path: Path) -> None:
+    _two_backends(tmp_path)
     s = load_session(tmp_path, hypotheses=["triton > fa3 by 5%"])
     a = analyze(s)
     assert [c.name for c in a.configs] == ["fa3", "triton"]
@@ -147,11 +152,7 @@ def test_vllm_cycle_estimate_pairs_spec_lines_with_engine_lines(tmp_path: Path) 
 def test_claims_on_one_metric_share_one_comparison_row_and_cli_ids_follow_the_manifest(
     tmp_path: Path,
 ) -> None:
-    seed = (FIXTURES / "formats" / "bench-stdout" / "seed-truncated.log").read_text()
-    for i, (name, backend) in enumerate((("fa3", "fa3"), ("triton", "triton"))):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "server.log").write_text(SERVER_ARGS.format(backend=backend, seed=i))
-        (tmp_path / name / "bench.log").write_text(seed)
+    _two_backends(tmp_path)
     (tmp_path / "sessionlens.toml").write_text(
         '\ufeff[configs.fa3]\npaths = ["fa3/*"]\n\n[configs.triton]\npaths = ["triton/*"]\n\n'
         '[[hypotheses]]\nid = "H2"\nbaseline = "fa3"\ncandidate = "triton"\n'
@@ -180,11 +181,7 @@ def test_a_config_pooling_a_concurrency_sweep_is_said(tmp_path: Path) -> None:
 
 
 def test_a_manifest_setting_that_replaces_a_logged_one_is_said(tmp_path: Path) -> None:
-    seed = (FIXTURES / "formats" / "bench-stdout" / "seed-truncated.log").read_text()
-    for i, (name, backend) in enumerate((("fa3", "fa3"), ("triton", "triton"))):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "server.log").write_text(SERVER_ARGS.format(backend=backend, seed=i))
-        (tmp_path / name / "bench.log").write_text(seed)
+    _two_backends(tmp_path)
     (tmp_path / "sessionlens.toml").write_text(
         '[configs.fa3]\npaths = ["fa3/*"]\nsettings = { attention_backend = "flashinfer" }\n'
         '[configs.triton]\npaths = ["triton/*"]\nsettings = { attention_backend = "triton" }\n'

@@ -8,7 +8,7 @@ or format. A day-long server log yields millions of samples: no pydantic per sam
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -108,6 +108,29 @@ SAMPLE_COLUMNS: tuple[str, ...] = (
 )
 
 
+# The columns of a `SampleBatch`: a source's samples, before config and source are known.
+BATCH_COLUMNS: tuple[str, ...] = SAMPLE_COLUMNS[2:]
+
+
+def batch_schema() -> dict[str, Any]:
+    """The polars types of `BATCH_COLUMNS`."""
+    schema = _schema()
+    return {c: schema[c] for c in BATCH_COLUMNS}
+
+
+def batch_columns(samples: Sequence[Sample]) -> dict[str, list[Any]]:
+    """`Sample`s as the lists of `BATCH_COLUMNS` (values as floats)."""
+    return {
+        "line": [s.line for s in samples],
+        "block": [s.block for s in samples],
+        "run": [s.run for s in samples],
+        "rank": [s.rank for s in samples],
+        "ts": [s.ts for s in samples],
+        "metric": [s.metric for s in samples],
+        "value": [float(s.value) for s in samples],
+    }
+
+
 class SampleBatch:
     """Samples of many lines at once (a parser's fast path), as a polars frame with the
     columns `line`, `block`, `run`, `rank`, `ts`, `metric` and `value` (the strings as
@@ -123,7 +146,7 @@ class SampleBatch:
 
     def samples(self) -> Iterator[Sample]:
         """The rows as `Sample`s, in order (for a consumer that takes no batches)."""
-        cols = self.frame.select("line", "block", "run", "rank", "ts", "metric", "value")
+        cols = self.frame.select(BATCH_COLUMNS)
         for line, block, run, rank, ts, metric, value in cols.iter_rows():
             yield Sample(metric, value, line, block, run, rank, ts)
 

@@ -10,7 +10,14 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from sessionlens import _progress, group, model
-from sessionlens.model import SAMPLE_COLUMNS, Sample, SampleBatch, SampleColumns
+from sessionlens.model import (
+    SAMPLE_COLUMNS,
+    Sample,
+    SampleBatch,
+    SampleColumns,
+    batch_columns,
+    batch_schema,
+)
 from sessionlens.session import load_session
 
 
@@ -30,20 +37,7 @@ def _samples(n: int, source: str = "a.log") -> list[Sample]:
 
 
 def _batch(samples: list[Sample]) -> SampleBatch:
-    return SampleBatch(
-        pl.DataFrame(
-            {
-                "line": [s.line for s in samples],
-                "block": [s.block for s in samples],
-                "run": [s.run for s in samples],
-                "rank": [s.rank for s in samples],
-                "ts": [s.ts for s in samples],
-                "metric": [s.metric for s in samples],
-                "value": [s.value for s in samples],
-            },
-            schema_overrides={"block": pl.Int64, "run": pl.Int64},
-        )
-    )
+    return SampleBatch(pl.DataFrame(batch_columns(samples), schema=batch_schema()))
 
 
 def _mixed(monkeypatch: pytest.MonkeyPatch, pack: int) -> SampleColumns:

@@ -13,11 +13,20 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .._lines import Chunk, Line, SourceText, clean
 from .._literal import parse_server_args
-from ..model import BlockStart, Record, Sample, SampleBatch, Setting
+from ..model import (
+    BATCH_COLUMNS,
+    BlockStart,
+    Record,
+    Sample,
+    SampleBatch,
+    Setting,
+    batch_columns,
+    batch_schema,
+)
 from . import phase_timing
 from .base import ParseContext, read_lines, read_number
 
@@ -1630,20 +1639,10 @@ class _ChunkRun:
         fed = self.fed
         self.keep, self.fed = [], []
         frame: pl.DataFrame | None = bulk
-        schema = _batch_schema()
+        schema = {"emit": pl.Int64, **batch_schema()}
         if fed:
-            samples = [s for _, s in fed]
             extra = pl.DataFrame(
-                {
-                    "emit": [row for row, _ in fed],
-                    "line": [s.line for s in samples],
-                    "block": [s.block for s in samples],
-                    "run": [s.run for s in samples],
-                    "rank": [s.rank for s in samples],
-                    "ts": [s.ts for s in samples],
-                    "metric": [s.metric for s in samples],
-                    "value": [float(s.value) for s in samples],
-                },
+                {"emit": [row for row, _ in fed], **batch_columns([s for _, s in fed])},
                 schema=schema,
             ).with_columns(pl.col("rank", "ts", "metric").cast(pl.Categorical))
             if bulk is None:
@@ -1662,28 +1661,13 @@ class _ChunkRun:
             return
         frame = frame.select(
             pl.col(c) if c in frame.columns else pl.lit(None, schema[c]).alias(c)
-            for c in ("line", "block", "run", "rank", "ts", "metric", "value")
+            for c in BATCH_COLUMNS
         )
         batch = SampleBatch(frame)
         if self.f.sink is not None:
             self.f.sink(batch)
         else:
             yield from batch.samples()
-
-
-def _batch_schema() -> dict[str, Any]:
-    import polars as pl
-
-    return {
-        "emit": pl.Int64,
-        "line": pl.Int64,
-        "block": pl.Int64,
-        "run": pl.Int64,
-        "rank": pl.String,
-        "ts": pl.String,
-        "metric": pl.String,
-        "value": pl.Float64,
-    }
 
 
 def _clean_noisy(sub: pl.Series) -> pl.Series:

@@ -150,6 +150,12 @@ class Chunk:
         self._n = n
 
 
+def _some_lines(numbers: list[int], shown: int = 5) -> str:
+    """`3, 7, 9` or `3, 7, 9, 12, 15 and 4 more`."""
+    head = ", ".join(str(n) for n in numbers[:shown])
+    return head + (f" and {len(numbers) - shown} more" if len(numbers) > shown else "")
+
+
 @dataclass
 class SourceText:
     """A source's lines, read lazily; byte facts are known once the lines have been read."""
@@ -255,28 +261,26 @@ class SourceText:
     def _finish(self, no: int) -> None:
         nul_lines = self._nul_lines
         if nul_lines:
-            shown = ", ".join(str(n) for n in nul_lines[:5])
-            more = f" and {len(nul_lines) - 5} more" if len(nul_lines) > 5 else ""
+            shown = _some_lines(nul_lines)
             self.notes.append(
                 dg.make(
                     "truncated-output",
                     self.path,
                     nul_lines[0],
-                    f"NUL bytes on line(s) {shown}{more} (a write stopped there, or the log was "
+                    f"NUL bytes on line(s) {shown} (a write stopped there, or the log was "
                     "rotated by copy-and-truncate): text before a NUL run was dropped, and a "
                     "line ending in NULs was read as cut",
                 )
             )
         bad_lines = self._bad_lines
         if bad_lines:
-            shown = ", ".join(str(n) for n in bad_lines[:5])
-            more = f" and {len(bad_lines) - 5} more" if len(bad_lines) > 5 else ""
+            shown = _some_lines(bad_lines)
             self.notes.append(
                 dg.make(
                     "non-utf8",
                     self.path,
                     bad_lines[0],
-                    f"bytes that are not UTF-8 were replaced on line(s) {shown}{more}",
+                    f"bytes that are not UTF-8 were replaced on line(s) {shown}",
                 )
             )
         if self.n_bytes == 0 and no == 0:

@@ -1049,24 +1049,14 @@ class BlockReader:
             elif metric is not None:
                 if value is None:
                     continue
-                if isinstance(value, bool) or not isinstance(value, int | float):
-                    self.ctx.warn(
-                        ln.no, "unparsed-line", f"record {block}: {key} is not a number ({value!r})"
-                    )
-                    continue
-                if not math.isfinite(value):
-                    self.ctx.warn(
-                        ln.no,
-                        "non-finite-value",
-                        f"record {block}: {key} is {value}; no sample taken",
-                    )
+                number = json_number(self.ctx, ln.no, f"record {block}: {key}", value)
+                if number is None:
                     continue
                 if metric == "accept_length":
                     producer = "vllm" if key.startswith("spec_decode_") else "sglang"
                     scope, bonus = ACCEPT_SCOPE[producer]
                     yield Setting("accept_length_scope", scope, ln.no, block)
                     yield Setting("accept_len_counts_bonus", bonus, ln.no, block)
-                number = float(value)
                 if key in _JSON_PERCENT:  # as a `(%)` row: the printed digits, two places on
                     number = round(number / 100, decimals_of(repr(number)) + 2)
                 yield Sample(metric, number, ln.no, block)
@@ -1090,18 +1080,21 @@ class BlockReader:
     def _positions(self, ln: Line, block: int, key: str, value: list[Any]) -> Iterator[Record]:
         """Per-position acceptance fractions of a record, one sample per position."""
         for i, rate in enumerate(value):
-            if isinstance(rate, bool) or not isinstance(rate, int | float):
-                self.ctx.warn(
-                    ln.no, "unparsed-line", f"record {block}: {key}[{i}] is not a number ({rate!r})"
-                )
-            elif not math.isfinite(rate):
-                self.ctx.warn(
-                    ln.no,
-                    "non-finite-value",
-                    f"record {block}: {key}[{i}] is {rate}; no sample taken",
-                )
-            else:
-                yield Sample(f"position_acceptance_rate_{i}", float(rate), ln.no, block)
+            number = json_number(self.ctx, ln.no, f"record {block}: {key}[{i}]", rate)
+            if number is not None:
+                yield Sample(f"position_acceptance_rate_{i}", number, ln.no, block)
+
+
+def json_number(ctx: ParseContext, line: int, what: str, value: Any) -> float | None:
+    """A JSON record's value as a sample's number, or None with the diagnostic that says
+    why (not a number: `unparsed-line`; nan or infinite: `non-finite-value`)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        ctx.warn(line, "unparsed-line", f"{what} is not a number ({value!r})")
+        return None
+    if not math.isfinite(value):
+        ctx.warn(line, "non-finite-value", f"{what} is {value}; no sample taken")
+        return None
+    return float(value)
 
 
 def _json_metric(key: str) -> str | None:

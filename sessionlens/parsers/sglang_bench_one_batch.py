@@ -719,14 +719,11 @@ def _records(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
                 continue
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                ctx.warn(ln.no, "unparsed-line", f"record {block}: {key} is not a number")
-                continue
-            if not math.isfinite(value):
-                ctx.warn(ln.no, "non-finite-value", f"record {block}: {key} is {value}")
+            number = _block.json_number(ctx, ln.no, f"record {block}: {key}", value)
+            if number is None:
                 continue
             if metric == "accept_length" and not bonus_said:
                 bonus_said = True  # the server's avg_spec_accept_length: bonus counted
                 yield Setting("accept_len_counts_bonus", True, ln.no)
-            yield Sample(metric, float(value), ln.no, block)
+            yield Sample(metric, number, ln.no, block)
         block += 1

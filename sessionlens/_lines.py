@@ -204,26 +204,26 @@ class SourceText:
         # unless a reader did it meanwhile) only when the one after the next is made
         last: Chunk | None = None
         older: Chunk | None = None
-        buf: list[bytes] = []
+        buf: list[bytes | memoryview] = []
         buf_len = 0
         for piece in pieces:
             if not piece:
                 continue
-            long_line = buf_len >= size and b"\n" not in piece
-            buf.append(piece)
-            buf_len += len(piece)
-            if buf_len < size or long_line:
-                continue  # a line longer than `size` is joined once, at its end: not quadratic
-            data = buf[0] if len(buf) == 1 else b"".join(buf)
-            buf, buf_len = [], 0
-            cut_at = data.rfind(b"\n")
+            cut_at = piece.rfind(b"\n") if buf_len + len(piece) >= size else -1
             if cut_at < 0:
-                buf, buf_len = [data], len(data)
+                # a line longer than `size` is joined once, at its end: not quadratic
+                buf.append(piece)
+                buf_len += len(piece)
                 continue
-            if cut_at < len(data) - 1:
-                rest = data[cut_at + 1 :]
-                data = data[: cut_at + 1]
-                buf, buf_len = [rest], len(rest)
+            # whole lines up to the piece's last newline, copied once (a piece that is
+            # whole lines, with nothing held back, is not copied at all)
+            if buf or cut_at < len(piece) - 1:
+                buf.append(memoryview(piece)[: cut_at + 1])
+                data = b"".join(buf)
+                rest = piece[cut_at + 1 :]
+                buf, buf_len = ([rest], len(rest)) if rest else ([], 0)
+            else:
+                data = piece
             if older is not None:
                 older.first  # noqa: B018  (numbers it: the chain stays two chunks long)
             chunk = Chunk(no + 1 if last is None else last, data)

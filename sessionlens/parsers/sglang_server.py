@@ -901,9 +901,10 @@ _RARE = (
 )
 _DECODE, _PREFILL, _HTTP = "Decode batch", "Prefill batch", "HTTP/"
 
-# `_lines.clean` acts on a line only if it holds one of these (polars regex syntax); a
-# `\n` (a line polars did not split) is looked for in the same pass, which costs nothing more.
-_NOISE_RX = r"[\x1b\x1e`~>\n]|\*\*|\[[0-9;]{0,12}m"
+# `_lines.clean` acts on a line only if it holds one of these (polars regex syntax); a `\n`
+# (a line polars did not split), a NUL or a `\x1f` (which make the chunk go line by line) are
+# looked for in the same pass, which costs nothing more.
+_NOISE_RX = r"[\x1b\x1e`~>\n\x00\x1f]|\*\*|\[[0-9;]{0,12}m"
 # ... and a JSON log envelope (`clean` unwraps it): looked for only in chunks holding a `{`
 # (an anchored alternative in `_NOISE_RX` would make that regex several times slower; and
 # `b'{"' in data` costs more than the regex: Python's two-byte search is not vectorised).
@@ -1086,11 +1087,12 @@ class _Fast:
         return self._pool.submit(self._prepare, chunk, layouts)
 
     def _prepare(self, chunk: Chunk, layouts: list[_Layout]) -> _ChunkRun | None:
-        t = self._lines(chunk)
-        if t is None:
+        lines = self._lines(chunk)
+        if lines is None:
             return None
+        t, parked = lines
         try:
-            run = _ChunkRun(self, chunk, t, layouts)
+            run = _ChunkRun(self, chunk, t, parked, layouts)
         except _NotExact:
             return None
         chunk.known_lines(t.len())  # the split is exact: no count needed
@@ -1110,25 +1112,25 @@ class _Fast:
             self._pool.shutdown(wait=True)
             self._pool = None
 
-    def _lines(self, chunk: Chunk) -> pl.Series | None:
-        """The chunk's lines as polars splits them, or None when that split might not be
-        `_lines`' split (then the chunk is read line by line)."""
+    def _lines(self, chunk: Chunk) -> tuple[pl.Series, bool] | None:
+        """The chunk's lines as polars splits them, and whether `\r`s were parked as `\x1e`;
+        None when that split might not be `_lines`' split (then the chunk is read line by
+        line)."""
         import polars as pl
 
         data = chunk.data
-        if b"\x1f" in data or b"\x00" in data or data.startswith(b"\xef\xbb\xbf"):
-            return None  # a separator polars would split at, NUL handling, a BOM it strips
-        if b"\r" in data:
+        if data.startswith(b"\xef\xbb\xbf"):
+            return None  # a BOM polars strips
+        # A `\x1f` (the separator: polars raises), a NUL (`_lines` cuts the line there) or a
+        # `\n` in a line is found by `_ChunkRun`'s first regex, and bytes that are not UTF-8
+        # make polars raise: no pass of their own over the bytes.
+        parked = b"\r" in data
+        if parked:
             # polars would end lines at a `\r`: park each as `\x1e` (`_ChunkRun` gives those
             # lines back to `clean` with their `\r`s)
             if b"\x1e" in data:
                 return None
             data = data.replace(b"\r", b"\x1e")
-        if not data.isascii():
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError:
-                return None
         try:
             frame = pl.read_csv(
                 data,
@@ -1144,10 +1146,10 @@ class _Fast:
         if frame.width != 1:
             return None
         t = frame.to_series().fill_null("")
-        # every byte accounted for, and no line holding a newline: the split is exact
+        # every byte accounted for (and no line holding a newline: `_ChunkRun` checks)
         if int(t.str.len_bytes().sum()) + t.len() != len(data):
             return None
-        return t
+        return t, parked
 
     def learn(self, text: str) -> _Layout | None:
         """The layout of a batch line (a new one is kept), if it has one."""
@@ -1201,7 +1203,9 @@ class _ChunkRun:
     output); other records are yielded as they come (no consumer orders them with samples).
     """
 
-    def __init__(self, fast: _Fast, chunk: Chunk, t: pl.Series, layouts: list[_Layout]) -> None:
+    def __init__(
+        self, fast: _Fast, chunk: Chunk, t: pl.Series, parked: bool, layouts: list[_Layout]
+    ) -> None:
         import numpy as np
         import polars as pl
 
@@ -1223,9 +1227,9 @@ class _ChunkRun:
             http=pl.col("t").str.contains(_HTTP, literal=True),
         )
         noise = flags["noise"].to_numpy()
-        # polars splits no line at anything but `\n` (checked, not assumed: `_NOISE_RX`
-        # flags a line holding one)
-        if noise.any() and t.filter(flags["noise"]).str.contains("\n", literal=True).any():
+        # polars splits no line at anything but `\n`, and no line holds a NUL or `\x1f`
+        # (checked, not assumed: `_NOISE_RX` flags such a line)
+        if noise.any() and t.filter(flags["noise"]).str.contains(r"[\n\x00\x1f]").any():
             raise _NotExact
         dec = flags["dec"].to_numpy().copy()
         pre = flags["pre"].to_numpy().copy()
@@ -1233,7 +1237,7 @@ class _ChunkRun:
         if noise.any():
             # clean those lines as `_lines.clean` does, then look at them again
             rows = np.flatnonzero(noise)
-            fixed = _clean_noisy(t.gather(rows))
+            fixed = _clean_noisy(t.gather(rows), parked)
             t = t.scatter(rows, fixed)
             dec[rows] = fixed.str.contains(_DECODE, literal=True).to_numpy()
             pre[rows] = fixed.str.contains(_PREFILL, literal=True).to_numpy()
@@ -1271,6 +1275,7 @@ class _ChunkRun:
             else:
                 break
         self._set_feeds()
+        self._read_ahead()
 
     @property
     def first(self) -> int:
@@ -1563,6 +1568,96 @@ class _ChunkRun:
         if len(keep):
             self.keep.append(keep)
 
+    def _read_ahead(self) -> None:
+        """Read, while the chunk is prepared, the values of the rows likely to give samples:
+        those of each group's lowest rank tags in the chunk (the walk decides which rows
+        do, and reads any other then). At TP8 that is one line in eight, and moves that
+        reading off the walking thread."""
+        import numpy as np
+
+        likely = np.zeros(max(len(self.tags), 1), np.bool_)
+        lowest: dict[str, tuple[tuple[int, ...], list[int]]] = {}
+        dp_attention = self.r.dp_attention  # read once: a guess, never a decision
+        for k, tag in enumerate(self.tags):
+            rank, nums = _rank_of(tag)
+            if rank is None or not _ranked(nums):
+                likely[k] = True
+                continue
+            if "DP" in nums:
+                group = f"DP{nums['DP']}"
+            else:
+                group = f"TP{nums['TP']}" if dp_attention and "TP" in nums else ""
+            key = _key_of(nums)
+            best = lowest.get(group)
+            if best is None or key < best[0]:
+                lowest[group] = (key, [k])
+            elif key == best[0]:
+                best[1].append(k)
+        for _, ks in lowest.values():
+            likely[ks] = True
+        read = self.b_layout >= 0
+        pos = np.flatnonzero(read & ~self.b_idle & likely[np.where(read, self.b_tags, 0)])
+        self.ahead_at = np.full(len(self.b_layout), -1, np.int64)
+        self.ahead = self._extract(pos)
+        for li, (at, _) in self.ahead.items():
+            self.ahead_at[at] = np.arange(len(at))
+
+    def _extract(
+        self, pos: npt.NDArray[np.int64]
+    ) -> dict[int, tuple[npt.NDArray[np.int64], pl.DataFrame]]:
+        """Per layout, its rows among batch positions `pos` and their timestamps and
+        values (one polars query per layout, run at once)."""
+        import numpy as np
+        import polars as pl
+
+        f = self.f
+        lay_of = self.b_layout[pos]
+        layouts = np.unique(lay_of).tolist()
+        parts = [pos[lay_of == li] for li in layouts]
+        found = pl.collect_all(
+            [
+                self.b_t.gather(at)
+                .to_frame("t")
+                .lazy()
+                .select(
+                    pl.col("t")
+                    .str.slice(f.layouts[li].ts_at, f.layouts[li].ts_len)
+                    .cast(pl.Categorical)
+                    .alias("ts"),
+                    pl.col("t").str.extract_groups(f.layouts[li].pattern).alias("g"),
+                )
+                .unnest("g")
+                .select(
+                    "ts",
+                    *(
+                        _value(g, how, f.layouts[li].usage_how).alias(f"v{j}")
+                        for j, (_, g, how) in enumerate(f.layouts[li].outputs)
+                    ),
+                )
+                for li, at in zip(layouts, parts, strict=True)
+            ]
+        )
+        return {li: (at, got) for li, at, got in zip(layouts, parts, found, strict=True)}
+
+    def _values(self, li: int, pos: npt.NDArray[np.int64]) -> pl.DataFrame:
+        """Timestamps and values of batch positions `pos` of layout `li`, in that order:
+        read ahead, or read now."""
+        import numpy as np
+        import polars as pl
+
+        at = self.ahead_at[pos]
+        have = at >= 0
+        if have.all():
+            return self.ahead[li][1][at]
+        fresh = self._extract(pos[~have])[li][1]
+        if not have.any():
+            return fresh
+        n_have = int(have.sum())
+        order = np.empty(len(pos), np.int64)
+        order[have] = np.arange(n_have)
+        order[~have] = n_have + np.arange(len(pos) - n_have)
+        return pl.concat([self.ahead[li][1][at[have]], fresh])[order]
+
     def _samples(self, pos: npt.NDArray[np.int64]) -> pl.DataFrame | None:
         """The samples of emitting batch rows (positions `pos`, in line order), each row's
         in its layout's order: one numpy interleave, no sort. Strings are categoricals
@@ -1581,26 +1676,7 @@ class _ChunkRun:
         metric = np.empty(total, np.int64)
         owner = np.empty(total, np.int64)
         layouts = np.unique(lay_of).tolist()
-        found = pl.collect_all(
-            [
-                self.b_t.gather(pos[lay_of == li])
-                .to_frame("t")
-                .lazy()
-                .select(
-                    pl.col("t").str.slice(f.layouts[li].ts_at, f.layouts[li].ts_len).alias("ts"),
-                    pl.col("t").str.extract_groups(f.layouts[li].pattern).alias("g"),
-                )
-                .unnest("g")
-                .select(
-                    "ts",
-                    *(
-                        _value(g, how, f.layouts[li].usage_how).alias(f"v{j}")
-                        for j, (_, g, how) in enumerate(f.layouts[li].outputs)
-                    ),
-                )
-                for li in layouts
-            ]
-        )
+        found = [self._values(li, pos[lay_of == li]) for li in layouts]
         ts_parts: list[pl.Series] = []
         ts_rows: list[npt.NDArray[np.int64]] = []
         for li, got in zip(layouts, found, strict=True):
@@ -1672,9 +1748,10 @@ class _ChunkRun:
             yield from batch.samples()
 
 
-def _clean_noisy(sub: pl.Series) -> pl.Series:
+def _clean_noisy(sub: pl.Series, parked: bool) -> pl.Series:
     """`_lines.clean` of lines with terminal noise: in polars when the noise is only ANSI
-    codes and `**` (the same substitutions, in the same order), else by `clean` itself."""
+    codes and `**` (the same substitutions, in the same order), else by `clean` itself
+    (given back their `\r`s when those were `parked` as `\x1e`)."""
     fixed = (
         sub.str.replace_all(_ANSI_ESC_RX, "")
         .str.replace_all("\x1b", "", literal=True)
@@ -1685,7 +1762,9 @@ def _clean_noisy(sub: pl.Series) -> pl.Series:
     if hard.any():
         at = hard.arg_true()
         raw = sub.gather(at).to_list()
-        fixed = fixed.scatter(at, [clean(x.replace("\x1e", "\r")) for x in raw])
+        if parked:
+            raw = [x.replace("\x1e", "\r") for x in raw]
+        fixed = fixed.scatter(at, [clean(x) for x in raw])
     return fixed
 
 

@@ -955,6 +955,7 @@ class _Layout:
     ts_at: int
     ts_len: int
     tags_at: int
+    tags_len: int  # the rank tags' width is pinned (each number's digit count), so is this
     # (metric, capture groups, how): how is "num", "pct" (printed with %), "bool", or
     # "max" (the fullest of several pool usages, each group then given in `usage_how`)
     outputs: tuple[tuple[str, tuple[int, ...], str], ...]
@@ -981,7 +982,8 @@ def _learn(text: str) -> _Layout | None:
     p = _FAST_PREFIX.fullmatch(text, 0, at)
     if p is None or _RANK.search(p.group("lead")) is not None:
         return None
-    names = [t for t, _ in _RANK.findall(p.group("tags"))]
+    found = _RANK.findall(p.group("tags"))
+    names = [t for t, _ in found]
     if len(set(names)) != len(names):
         return None
     col = 1 if kind == "prefill" else 0
@@ -1022,7 +1024,9 @@ def _learn(text: str) -> _Layout | None:
                 shape += "%"
         pieces.append(f"{_rx(item[: sep + 2])}{shape}")
         groups.append((spec[1] if col else spec[0], value_how, how == "usage"))
-    tags = "".join(f" {t}[0-9]{{1,9}}" for t in names)
+    # each rank number with its digit count: the tags are then sliced at a fixed width (TP9
+    # and TP10 lines have a layout each)
+    tags = "".join(f" {t}[0-9]{{{len(n)}}}" for t, n in found)
     head = f"^{_rx(p.group('lead'))}\\[{_TS_SHAPES[len(p.group('ts'))]}{tags}\\] "
     tail = re.sub(r"[0-9]+", "[0-9]+", _rx(text[at + len(marker) : m.end()]))
     pattern = head + _rx(marker) + tail + ", ".join(pieces) + "$"
@@ -1051,6 +1055,7 @@ def _learn(text: str) -> _Layout | None:
         ts_at=p.start("ts"),
         ts_len=len(p.group("ts")),
         tags_at=p.end("ts"),
+        tags_len=len(p.group("tags")),
         outputs=tuple(outputs),
         usage_how=tuple(h for _, h in usage),
         idle_patterns=tuple(idle),
@@ -1076,6 +1081,7 @@ class _Fast:
         self.index: dict[str, int] = {}  # layout pattern -> its place in `layouts`
         self.metrics: list[str] = []  # metric names of the layouts' outputs
         self.metric_ids: list[tuple[int, ...]] = []  # per layout: its outputs' metric ids
+        self.hits: list[int] = []  # per layout: rows it read so far (the order tried in)
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
@@ -1171,6 +1177,7 @@ class _Fast:
                 self.metrics.append(metric)
             ids.append(self.metrics.index(metric))
         self.metric_ids.append(tuple(ids))
+        self.hits.append(0)
         self.layouts.append(layout)
         self.index[layout.pattern] = len(self.layouts) - 1  # published last
         return layout
@@ -1224,7 +1231,6 @@ class _ChunkRun:
             noise=noisy,
             dec=pl.col("t").str.contains(_DECODE, literal=True),
             pre=pl.col("t").str.contains(_PREFILL, literal=True),
-            http=pl.col("t").str.contains(_HTTP, literal=True),
         )
         noise = flags["noise"].to_numpy()
         # polars splits no line at anything but `\n`, and no line holds a NUL or `\x1f`
@@ -1233,7 +1239,6 @@ class _ChunkRun:
             raise _NotExact
         dec = flags["dec"].to_numpy().copy()
         pre = flags["pre"].to_numpy().copy()
-        http = flags["http"].to_numpy().copy()
         if noise.any():
             # clean those lines as `_lines.clean` does, then look at them again
             rows = np.flatnonzero(noise)
@@ -1241,14 +1246,21 @@ class _ChunkRun:
             t = t.scatter(rows, fixed)
             dec[rows] = fixed.str.contains(_DECODE, literal=True).to_numpy()
             pre[rows] = fixed.str.contains(_PREFILL, literal=True).to_numpy()
-            http[rows] = fixed.str.contains(_HTTP, literal=True).to_numpy()
         self.t = t
         batch = dec | pre
         # a batch line is read by a layout (whose text holds no rare word) or fed; any
         # other line is fed when it holds a rare word
         other = np.flatnonzero(~batch)
-        rare = t.filter(pl.Series(~batch)).str.contains(_RARE_RX).to_numpy()
-        self.http_rows = other[~rare & http[other]]
+        found = (
+            t.filter(pl.Series(~batch))
+            .to_frame("t")
+            .select(
+                rare=pl.col("t").str.contains(_RARE_RX),
+                http=pl.col("t").str.contains(_HTTP, literal=True),
+            )
+        )
+        rare = found["rare"].to_numpy()
+        self.http_rows = other[~rare & found["http"].to_numpy()]
         self.rare_rows = other[rare]
         self.b_row = np.flatnonzero(batch)
         self.b_dec = dec[self.b_row]
@@ -1284,65 +1296,84 @@ class _ChunkRun:
     # ------------------------------------------------------------------ matching
 
     def _match(self, cand: npt.NDArray[np.bool_], layouts: list[_Layout]) -> None:
-        """Give the batch rows in `cand` (a mask) not read yet the first of `layouts`
-        that reads them. Each layout's regex runs on the rows of its kind, all layouts
-        at once (polars runs the queries in parallel)."""
+        """Give the batch rows in `cand` (a mask) not read yet the layout of `layouts` that
+        reads them (no two layouts read one line: a line's text fixes its layout's pattern).
+        In rounds: each kind's layout that read the most rows so far runs on that kind's
+        open rows, the next one on the rows left, and so on (the kinds' queries run at once,
+        in parallel); the rank tags and idle marks are taken of the rows a layout reads."""
         import numpy as np
         import polars as pl
 
+        f = self.f
         open_ = cand & (self.b_layout < 0)
-        masks = {kind: open_ & (self.b_dec == (kind == "decode")) for kind in ("decode", "prefill")}
-        texts = {k: self.b_t.filter(pl.Series(m)) for k, m in masks.items() if m.any()}
-        jobs = [lay for lay in layouts if lay.kind in texts]
         for lay in layouts:
-            self.tried.add(self.f.index[lay.pattern])
-        if not jobs:
-            return
-        found = pl.collect_all(
-            [
-                texts[lay.kind]
-                .to_frame("t")
-                .lazy()
-                .select(
-                    hit=pl.col("t").str.contains(lay.pattern),
-                    # rank tags as categorical codes (a hash, not a string, per row)
-                    tags=pl.col("t")
-                    .str.slice(lay.tags_at, pl.col("t").str.find("] ", literal=True) - lay.tags_at)
-                    .cast(pl.Categorical)
-                    .to_physical(),
-                    maybe_idle=pl.col("t").str.contains("#running-req: 0", literal=True)
-                    if lay.idle_patterns
-                    else pl.lit(False),
-                )
-                for lay in jobs
-            ]
-        )
-        taken = {k: np.zeros(len(texts[k]), np.bool_) for k in texts}
-        for lay, got in zip(jobs, found, strict=True):
-            hit = got["hit"].to_numpy() & ~taken[lay.kind]
-            if not hit.any():
-                continue
-            taken[lay.kind] |= hit
-            pos = np.flatnonzero(masks[lay.kind])[hit]
-            self.b_layout[pos] = self.f.index[lay.pattern]
-            text = texts[lay.kind]
-            codes = got["tags"].to_numpy()[hit]
-            uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-            local = np.empty(len(uniq), np.int32)
-            for k, line in enumerate(text.gather(np.flatnonzero(hit)[first]).to_list()):
-                tag = line[lay.tags_at : line.find("] ")]
-                if tag not in self._tag_index:
-                    self._tag_index[tag] = len(self.tags)
-                    self.tags.append(tag)
-                local[k] = self._tag_index[tag]
-            self.b_tags[pos] = local[inverse]
-            maybe = np.flatnonzero(got["maybe_idle"].to_numpy() & hit)
-            if len(maybe):
-                some = text.gather(maybe)
-                idle = np.zeros(len(maybe), np.bool_)
-                for pattern in lay.idle_patterns:
-                    idle |= some.str.contains(pattern).to_numpy()
-                self.b_idle[np.flatnonzero(masks[lay.kind])[maybe[idle]]] = True
+            self.tried.add(f.index[lay.pattern])
+        queues = {
+            kind: sorted(
+                (lay for lay in layouts if lay.kind == kind),
+                key=lambda lay: -f.hits[f.index[lay.pattern]],
+            )
+            for kind in ("decode", "prefill")
+        }
+        while True:
+            jobs: list[tuple[_Layout, npt.NDArray[np.bool_]]] = []
+            for kind, queue in queues.items():
+                if queue:
+                    mask = open_ & (self.b_dec == (kind == "decode"))
+                    if mask.any():
+                        jobs.append((queue.pop(0), mask))
+                    else:
+                        queue.clear()
+            if not jobs:
+                return
+            found = pl.collect_all(
+                [
+                    self.b_t.filter(pl.Series(mask))
+                    .to_frame("t")
+                    .lazy()
+                    .with_row_index("i")
+                    .filter(pl.col("t").str.contains(lay.pattern))
+                    .select(
+                        "i",
+                        # rank tags as categorical codes (a hash, not a string, per row)
+                        tags=pl.col("t")
+                        .str.slice(lay.tags_at, lay.tags_len)
+                        .cast(pl.Categorical)
+                        .to_physical(),
+                        maybe_idle=pl.col("t").str.contains("#running-req: 0", literal=True)
+                        if lay.idle_patterns
+                        else pl.lit(False),
+                        t="t",
+                    )
+                    for lay, mask in jobs
+                ]
+            )
+            for (lay, mask), got in zip(jobs, found, strict=True):
+                if got.height == 0:
+                    continue
+                li = f.index[lay.pattern]
+                f.hits[li] += got.height
+                pos = np.flatnonzero(mask)[got["i"].to_numpy()]
+                open_[pos] = False
+                self.b_layout[pos] = li
+                text = got["t"]
+                codes = got["tags"].to_numpy()
+                uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+                local = np.empty(len(uniq), np.int32)
+                for k, line in enumerate(text.gather(first).to_list()):
+                    tag = line[lay.tags_at : lay.tags_at + lay.tags_len]
+                    if tag not in self._tag_index:
+                        self._tag_index[tag] = len(self.tags)
+                        self.tags.append(tag)
+                    local[k] = self._tag_index[tag]
+                self.b_tags[pos] = local[inverse]
+                maybe = np.flatnonzero(got["maybe_idle"].to_numpy())
+                if len(maybe):
+                    some = text.gather(maybe)
+                    idle = np.zeros(len(maybe), np.bool_)
+                    for pattern in lay.idle_patterns:
+                        idle |= some.str.contains(pattern).to_numpy()
+                    self.b_idle[pos[maybe[idle]]] = True
 
     def _set_feeds(self) -> None:
         """Rows for `feed` (rare lines, batch lines no layout reads) and matched rows."""
@@ -1599,7 +1630,7 @@ class _ChunkRun:
         pos = np.flatnonzero(read & ~self.b_idle & likely[np.where(read, self.b_tags, 0)])
         self.ahead_at = np.full(len(self.b_layout), -1, np.int64)
         self.ahead = self._extract(pos)
-        for li, (at, _) in self.ahead.items():
+        for at, _ in self.ahead.values():
             self.ahead_at[at] = np.arange(len(at))
 
     def _extract(

@@ -215,7 +215,7 @@ def generated_log(seed: int) -> bytes:
             "c": rng.randrange(100),
             "t": rng.uniform(100, 9000),
         }
-        ranks = list(range(rng.choice([1, 2, 4])))
+        ranks = list(range(rng.choice([1, 2, 4, 12])))  # TP9 and TP10: two tag widths
         rng.shuffle(ranks)
         for r in ranks:
             late = 1 if r and rng.random() < 0.1 else 0
@@ -289,6 +289,36 @@ def test_a_mid_file_layout_change_is_learned_not_read_line_by_line(
     # the first lines of each layout settle the TP-rank state; the rest go in bulk
     assert len(fed) < 20
     assert Bulk.rows > 20
+
+
+def test_rank_tags_of_two_widths_are_read_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a layout pins its tags' width: TP0-TP9 and TP10-TP15 lines have a layout each, and both
+    # are read in bulk (the TP-rank rule across them as on the line path)
+    line = "[2025-11-14 09:{m:02d}:{s:02d} TP{rank}] " + D_OLD
+    values = {"tok": 7, "u": 0.5, "a": 2, "ar": 0.5, "g": 99, "q": 0, "o": 50}
+    ranks = [3, 12, 0, 15, 9, 10, 1, 2, 4, 5, 6, 7, 8, 11, 13, 14]
+    lines = [
+        line.format(m=t // 60, s=t % 60, rank=rank, r=t % 7, **values)
+        for t in range(200)
+        for rank in ranks
+    ]
+    path = tmp_path / "tp16.log"
+    path.write_text("\n".join(lines) + "\n")
+    for chunk in (4000, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+    assert Bulk.rows > 150  # the TP0 lines, in bulk
+    fed: list[int] = []
+    real = S._ChunkRun._feed
+
+    def feeding(self: Any, row: int) -> Any:
+        fed.append(row)
+        return real(self, row)
+
+    monkeypatch.setattr(S._ChunkRun, "_feed", feeding)
+    parse(path, monkeypatch, fast=True)
+    assert len(fed) < 40  # the first intervals settle the TP-rank state; no width is fed
 
 
 # ---------------------------------------------------------------------- the rules behind it

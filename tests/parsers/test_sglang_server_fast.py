@@ -321,6 +321,22 @@ def test_rank_tags_of_two_widths_are_read_in_bulk(
     assert len(fed) < 40  # the first intervals settle the TP-rank state; no width is fed
 
 
+def test_a_record_separator_byte_is_not_taken_for_a_carriage_return(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the fast path parks `\r` as `\x1e`; in a chunk without `\r`, a `\x1e` is a byte of the
+    # log and stays one (a `\r` would start the line over)
+    line = "[2025-11-14 09:00:{s:02d} TP0] " + D_OLD
+    values = {"tok": 7, "u": 0.5, "a": 2, "ar": 0.5, "g": 99, "q": 0, "o": 50}
+    lines = [line.format(s=s, r=s + 1, **values) for s in range(60)]
+    lines[20] = "junk 10%\x1e`" + lines[20]
+    lines[30] = "> " + lines[30].replace("#token", "#tok\x1een", 1)
+    path = tmp_path / "rs.log"
+    path.write_text("\n".join(lines) + "\n")
+    assert_same(path, monkeypatch, 1 << 20)
+    assert Bulk.rows > 40
+
+
 # ---------------------------------------------------------------------- the rules behind it
 
 

@@ -81,6 +81,19 @@ def parse(
     return samples, others, dict(ctx.counts), sorted(ctx.embedded), notes, src.n_lines, src.sha256
 
 
+def rows_fed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The chunk rows the fast path gives `feed` from now on, filled as it runs."""
+    fed: list[int] = []
+    real = S._ChunkRun._feed
+
+    def feeding(self: Any, row: int) -> Any:
+        fed.append(row)
+        return real(self, row)
+
+    monkeypatch.setattr(S._ChunkRun, "_feed", feeding)
+    return fed
+
+
 def assert_same(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
     slow = parse(path, monkeypatch, fast=False)
     fast = parse(path, monkeypatch, fast=True, chunk=chunk)
@@ -277,14 +290,7 @@ def test_a_mid_file_layout_change_is_learned_not_read_line_by_line(
     path = tmp_path / "change.log"
     path.write_text("\n".join(lines) + "\n")
     assert_same(path, monkeypatch, 1 << 20)
-    fed: list[int] = []
-    real = S._ChunkRun._feed
-
-    def feeding(self: Any, row: int) -> Any:
-        fed.append(row)
-        return real(self, row)
-
-    monkeypatch.setattr(S._ChunkRun, "_feed", feeding)
+    fed = rows_fed(monkeypatch)
     parse(path, monkeypatch, fast=True)
     # the first lines of each layout settle the TP-rank state; the rest go in bulk
     assert len(fed) < 20
@@ -309,14 +315,7 @@ def test_rank_tags_of_two_widths_are_read_in_bulk(
     for chunk in (4000, 1 << 20):
         assert_same(path, monkeypatch, chunk)
     assert Bulk.rows > 150  # the TP0 lines, in bulk
-    fed: list[int] = []
-    real = S._ChunkRun._feed
-
-    def feeding(self: Any, row: int) -> Any:
-        fed.append(row)
-        return real(self, row)
-
-    monkeypatch.setattr(S._ChunkRun, "_feed", feeding)
+    fed = rows_fed(monkeypatch)
     parse(path, monkeypatch, fast=True)
     assert len(fed) < 40  # the first intervals settle the TP-rank state; no width is fed
 

@@ -1402,6 +1402,11 @@ class _ChunkRun:
                     yield from self._feed(row)
                 break
             if not self._idle():  # an open traceback or phase block takes the line
+                if self.r._tb is None and not self._fed_row(i):
+                    # all `feed` would do with it beyond the bulk path's reading is close
+                    # the phase block: close it here, then read the line in bulk
+                    yield from self._close_phase(i)
+                    continue
                 if self._stateful(i):
                     self._settle(seg, i)
                     seg = None
@@ -1436,6 +1441,24 @@ class _ChunkRun:
 
     def _idle(self) -> bool:
         return self.r._tb is None and self.r.phase.idle
+
+    def _fed_row(self, row: int) -> bool:
+        import numpy as np
+
+        k = int(np.searchsorted(self.feed_rows, row))
+        return k < len(self.feed_rows) and int(self.feed_rows[k]) == row
+
+    def _close_phase(self, row: int) -> Iterator[Record]:
+        """What `Reader._feed_own` does first with a line that is not a phase line (none of
+        the rare words) while a phase block is open: the phase reader closes the block."""
+        text = self.t[row]
+        for rec in self.r.phase.feed(Line(self.first + row, text)):
+            self.r.ctx.embedded.add(phase_timing.format_id)
+            if isinstance(rec, Sample):
+                self.fed.append((row, rec))
+            else:
+                yield rec
+        assert self.r.phase.idle  # any line without `ms/cyc` or stage times closes a block
 
     def _stateful(self, row: int) -> bool:
         """Whether `feed` may read or change the TP-rank state at this line (batch lines
@@ -1740,7 +1763,8 @@ class _ChunkRun:
 
     def _hand_over(self) -> Iterator[Record]:
         """The chunk's samples, in the order `feed` would have yielded them: the fed
-        lines' samples merged in by the row that yielded them (no row yields both)."""
+        lines' samples merged in by the row that yielded them, before the bulk samples of
+        that row (a phase block's totals come before the samples of the line closing it)."""
         import numpy as np
         import polars as pl
 

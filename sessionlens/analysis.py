@@ -31,6 +31,8 @@ HEADLINE = (
     "total_throughput_tok_s",
     "decode_median_throughput_tok_s",
 )
+# Read by `_economics` and `_measured` after the summaries, with the headline metrics.
+_ASKED_AGAIN = frozenset((*HEADLINE, "accept_len", "running_req", "cycle_ms", "verify_share"))
 
 
 class _Model(BaseModel):
@@ -286,7 +288,8 @@ def _summary(points: Sequence[group.Point], metric: str, alpha: float) -> Metric
 
 def analyze(session: Session) -> Analysis:
     """Statistics, verdicts and economics of a loaded session."""
-    values = group.values_by_config(session)
+    # the metrics asked for again after their summaries (comparisons, economics) are kept
+    values = group.values_by_config(session, keep=_ASKED_AGAIN)
     names = [c.name for c in session.configs]
     settings = {c.name: session.config_settings(c.name) for c in session.configs}
     diags: list[dg.Diagnostic] = list(session.diagnostics)

@@ -9,7 +9,7 @@ It must not run statistical tests.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from . import metrics, stats
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
     import polars as pl
 
+    from .model import SampleColumns
     from .session import Session
 
 # Settings that change with every launch and never explain a difference (DESIGN §4).
@@ -240,6 +241,11 @@ class PointList(Sequence[Point]):
         return f"PointList({len(self)} points)"
 
     @property
+    def nbytes(self) -> int:
+        """The bytes of its columns."""
+        return int(self._values.nbytes + self._sources.nbytes + self._lines.nbytes)
+
+    @property
     def values(self) -> list[float]:
         """Every value, in order."""
         return self._values.tolist()  # type: ignore[no-any-return]
@@ -255,7 +261,7 @@ class PointList(Sequence[Point]):
         return self._lines.tolist()  # type: ignore[no-any-return]
 
 
-Values = dict[tuple[str, str], PointList]
+Values = Mapping[tuple[str, str], PointList]
 
 
 def values_of(points: Sequence[Point]) -> list[float]:
@@ -280,13 +286,16 @@ def sources_of(points: Sequence[Point]) -> set[str]:
     return {p.source for p in points}
 
 
-def values_by_config(session: Session) -> Values:
+def values_by_config(session: Session, keep: Collection[str] = ()) -> Values:
     """Values per (config, metric) in file order, DP groups combined per timestamp.
 
     Works on the packed sample table (strings as categoricals, never as string columns),
     and skips the combination where it cannot change anything: when every source has at
     most one rank (the TP-rank rule already kept one line per batch), each timestamp's
-    group is a single row, whose sum or mean is itself.
+    group is a single row, whose sum or mean is itself. Then a key's values are read from
+    the table when asked (`_ByKey`): a day-long log's millions of values are not held a
+    second time, key by key, next to the table; those of the metrics in `keep` are kept
+    once read (the caller asks for them again), the others read again if asked again.
     """
     import polars as pl
 
@@ -301,18 +310,66 @@ def values_by_config(session: Session) -> Values:
         .agg(pl.col("rank").n_unique())
         .collect()
     )
-    frames: Iterable[pl.DataFrame]
-    if ranks.height and int(ranks["rank"].max()) > 1:  # type: ignore[arg-type]
-        df = columns.lazy(categorical=True).with_row_index("_order").collect()
-        frames = [_combine(df, keyed_rows)]
-    else:
-        frames = columns.frames(categorical=True)  # part by part: memory stays small
+    if not (ranks.height and int(ranks["rank"].max()) > 1):  # type: ignore[arg-type]
+        return _ByKey(columns, frozenset(keep))
+    df = columns.lazy(categorical=True).with_row_index("_order").collect()
     found: dict[tuple[str, str], _Gathered] = {}
-    for frame in _batched(frames):
+    for frame in _batched([_combine(df, keyed_rows)]):
         for part in frame.partition_by(["config", "metric"], maintain_order=True):
             key = (str(part["config"][0]), str(part["metric"][0]))
             found.setdefault(key, _Gathered()).add(part)
-    return {key: got.points() for key, got in found.items()}
+    # each key's parts are let go once joined: the parts and the joined columns of every
+    # key are never held at once
+    return {key: found.pop(key).points() for key in list(found)}
+
+
+class _ByKey(Mapping[tuple[str, str], PointList]):
+    """The values of each (config, metric) of a packed table, read from it when asked (one
+    polars filter per part, run at once). The values of metrics in `keep` are kept once
+    read; of the others, the last key asked for (asked twice in a row, it is read once)."""
+
+    def __init__(self, columns: SampleColumns, keep: frozenset[str]) -> None:
+        import polars as pl
+
+        self._keep = keep
+        self._parts = columns.lazy_parts(categorical=True)
+        keys: dict[tuple[str, str], None] = {}
+        found = pl.collect_all(
+            [lf.select("config", "metric").unique(maintain_order=True) for lf in self._parts]
+        )
+        for frame in found:
+            for c, m in frame.iter_rows():
+                keys[(str(c), str(m))] = None
+        self._keys = keys
+        self._kept: dict[tuple[str, str], PointList] = {}
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._keys)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._keys
+
+    def __getitem__(self, key: tuple[str, str]) -> PointList:
+        import polars as pl
+
+        got = self._kept.get(key)
+        if got is None:
+            if key not in self._keys:
+                raise KeyError(key)
+            config, metric = key
+            rows = (pl.col("config") == config) & (pl.col("metric") == metric)
+            parts = [p for p in pl.collect_all([lf.filter(rows) for lf in self._parts]) if p.height]
+            gathered = _Gathered()
+            if parts:
+                gathered.add(pl.concat(parts, how="diagonal_relaxed"))
+            got = gathered.points()
+        for k in [k for k in self._kept if k != key and k[1] not in self._keep]:
+            del self._kept[k]
+        self._kept[key] = got
+        return got
 
 
 def _batched(frames: Iterable[pl.DataFrame], rows: int = 1 << 20) -> Iterator[pl.DataFrame]:
@@ -349,16 +406,24 @@ class _Gathered:
         import numpy as np
         import polars as pl
 
-        src = part["source"].cast(pl.String)
-        local = src.unique(maintain_order=True).to_list()
-        for name in local:
+        # source codes from the categorical's own codes: no string per row
+        src = part["source"]
+        if src.dtype != pl.Categorical:
+            src = src.cast(pl.Categorical)
+        uniq = src.unique(maintain_order=True)
+        phys = uniq.to_physical().to_numpy().astype(np.int64)
+        mine = np.empty(len(phys), np.int64)
+        for k, name in enumerate(uniq.cast(pl.String).to_list()):
             self.index.setdefault(name, len(self.names))
             if len(self.names) < len(self.index):
                 self.names.append(name)
-        codes = src.replace_strict(
-            local, [self.index[x] for x in local], return_dtype=pl.Int64
-        ).to_numpy()
-        self.sources.append(codes)
+            mine[k] = self.index[name]
+        codes = src.to_physical().to_numpy()
+        if len(phys) == 1:
+            self.sources.append(np.full(len(codes), mine[0], np.int64))
+        else:
+            order = np.argsort(phys)
+            self.sources.append(mine[order][np.searchsorted(phys[order], codes)])
         self.values.append(part["value"].to_numpy().astype(np.float64, copy=False))
         self.lines.append(part["line"].to_numpy().astype(np.int64, copy=False))
         for attr, flag, col in (("runs", "any_run", "run"), ("blocks", "any_block", "block")):

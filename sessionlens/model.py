@@ -319,6 +319,11 @@ class SampleColumns:
         for lf in self._lazy_parts(categorical):
             yield lf.collect()
 
+    def lazy_parts(self, *, categorical: bool = False) -> list[pl.LazyFrame]:
+        """The tidy table as lazy frames, part by part, in order (for reading a few rows of
+        every part without building the whole table)."""
+        return self._lazy_parts(categorical)
+
     def _lazy_parts(self, categorical: bool) -> list[pl.LazyFrame]:
         import polars as pl
 

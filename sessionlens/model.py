@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -161,8 +161,9 @@ class SampleColumns:
     """Tidy rows gathered column by column; turned into a polars frame only when asked.
 
     Rows come one at a time (`add`) or as whole batches (`add_batch`). Big tables are held
-    as packed polars parts (strings as categoricals), so memory stays near 40 bytes a row;
-    a small table stays plain Python lists and never imports polars.
+    as packed polars parts (strings as categoricals, a batch's config and source once for
+    the part, block and run numbers in 32 bits), so memory stays near 32 bytes a row; a
+    small table stays plain Python lists and never imports polars.
     """
 
     __slots__ = (
@@ -170,6 +171,7 @@ class SampleColumns:
         "_config",
         "_line",
         "_metric",
+        "_part_keys",
         "_parts",
         "_rank",
         "_run",
@@ -180,6 +182,9 @@ class SampleColumns:
 
     def __init__(self) -> None:
         self._parts: list[pl.DataFrame] = []
+        # per part: what all its rows share (config, source and, when one, rank), or None
+        # when the part holds those columns
+        self._part_keys: list[_PartKey | None] = []
         self._config: list[str] = []
         self._source: list[str] = []
         self._line: list[int] = []
@@ -215,23 +220,32 @@ class SampleColumns:
         f = batch.frame
         if f.height == 0:
             return
-        cols = [
-            pl.lit(config, pl.String).cast(pl.Categorical).alias("config"),
-            pl.lit(source, pl.String).cast(pl.Categorical).alias("source"),
-            pl.col("line").cast(pl.Int64),
-        ]
+        # Held in fewer bytes than read back (`_lazy_parts` casts to the schema): line
+        # numbers in 32 bits while they fit, block and run numbers (the parsers' own
+        # counters) in 32 bits, and a rank that all rows share once for the part.
+        top = f["line"].max()
+        narrow = isinstance(top, int) and 0 <= top < 1 << 32 and f["line"].min() >= 0  # type: ignore[operator]
+        cols = [pl.col("line").cast(pl.UInt32 if narrow else pl.Int64)]
         for name in ("block", "run"):  # all None (most batches): left out, filled when read
             if name in f.columns and f[name].null_count() < f.height:
-                cols.append(pl.col(name).cast(pl.Int64))
-        cols += [pl.col(c).cast(pl.Categorical) for c in ("rank", "ts", "metric")]
+                cols.append(pl.col(name).cast(pl.Int32))
+        ranks = f["rank"].unique()
+        rank: tuple[str | None] | None = None
+        if len(ranks) == 1:
+            rank = (ranks[0],)
+        else:
+            cols.append(pl.col("rank").cast(pl.Categorical))
+        cols += [pl.col(c).cast(pl.Categorical) for c in ("ts", "metric")]
         cols.append(pl.col("value").cast(pl.Float64))
         self._parts.append(f.select(cols))
+        self._part_keys.append(_PartKey(config, source, rank))
 
     def extend(self, other: SampleColumns) -> None:
         """Append every row of another table."""
         if other._parts:
             self._pack()
             self._parts.extend(other._parts)
+            self._part_keys.extend(other._part_keys)
         for name in SAMPLE_COLUMNS:
             getattr(self, "_" + name).extend(getattr(other, "_" + name))
 
@@ -247,6 +261,7 @@ class SampleColumns:
         self._parts.append(
             part.with_columns(pl.col(c).cast(pl.Categorical) for c in _STRING_COLUMNS)
         )
+        self._part_keys.append(None)
         for name in SAMPLE_COLUMNS:
             getattr(self, "_" + name).clear()
 
@@ -327,7 +342,10 @@ class SampleColumns:
     def _lazy_parts(self, categorical: bool) -> list[pl.LazyFrame]:
         import polars as pl
 
-        parts = [p.lazy() for p in self._parts]
+        parts = [
+            p.lazy() if key is None else p.lazy().with_columns(key.columns())
+            for p, key in zip(self._parts, self._part_keys, strict=True)
+        ]
         if self._value or not parts:
             held = pl.DataFrame(
                 {name: getattr(self, "_" + name) for name in SAMPLE_COLUMNS}, schema=_schema()
@@ -356,6 +374,25 @@ class SampleColumns:
         """Write the tidy table as Parquet to a path or a binary file, streamed part by part
         (the string columns are never built for the whole table at once)."""
         self.lazy().sink_parquet(target)
+
+
+class _PartKey(NamedTuple):
+    """What every row of a packed part shares, held once for the part."""
+
+    config: str
+    source: str
+    rank: tuple[str | None] | None  # the rank of every row (None: the part has the column)
+
+    def columns(self) -> list[pl.Expr]:
+        import polars as pl
+
+        cols = [
+            pl.lit(self.config, pl.String).alias("config"),
+            pl.lit(self.source, pl.String).alias("source"),
+        ]
+        if self.rank is not None:
+            cols.append(pl.lit(self.rank[0], pl.String).alias("rank"))
+        return cols
 
 
 def _schema() -> dict[str, Any]:

@@ -125,11 +125,17 @@ def line_count(path: Path) -> int:
 # ---------------------------------------------------------------------- the benchmarks
 
 
+def log_kind(args: argparse.Namespace) -> str:
+    """The generated logs' shape as the tables name it (`TP8`, `TP1, ANSI`)."""
+    return f"TP{args.tp}" + (", ANSI" if args.ansi else "")
+
+
 def one_file(size: int, args: argparse.Namespace, env: dict[str, str]) -> dict[str, Timing]:
     """cat, grep, the reference parser, parse and report on one log of `size` bytes."""
     work = Path(args.workdir)
-    log = gen.cached(size, folder=str(work))
-    session = work / f"session-{size}"
+    log = gen.cached(size, tp=args.tp, ansi=args.ansi, folder=str(work))
+    shape = "" if (args.tp, args.ansi) == (8, False) else f"-tp{args.tp}{'-ansi' * args.ansi}"
+    session = work / f"session-{size}{shape}"
     link(log, session / "server.log")
     warm(log)
     out: dict[str, Timing] = {}
@@ -149,7 +155,8 @@ def one_file(size: int, args: argparse.Namespace, env: dict[str, str]) -> dict[s
         args.repeat,
         env,
     )
-    print(f"\n### One log of {fmt_size(log.stat().st_size)} ({line_count(log):,} lines)\n")
+    lines = line_count(log)
+    print(f"\n### One log of {fmt_size(log.stat().st_size)}, {log_kind(args)} ({lines:,} lines)\n")
     grep = out["grep -c 'Decode batch'"].seconds
     print("| command | time (s) | × grep | peak RSS (MB) |")
     print("|---|---:|---:|---:|")
@@ -261,6 +268,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ref-repeat", type=int, default=1, help="runs of the reference parser")
     ap.add_argument("--skip-reference", action="store_true", help="leave the reference out")
     ap.add_argument("--workdir", default="/tmp/sessionlens-bench", help="generated logs")
+    ap.add_argument(
+        "--tp", type=int, default=8, help="TP ranks printing batch lines (1: only rank 0 prints)"
+    )
+    ap.add_argument("--ansi", action="store_true", help="uvicorn's INFO coloured as on a tty")
     args = ap.parse_args(argv)
     Path(args.workdir).mkdir(parents=True, exist_ok=True)
     env = sessionlens_env()

@@ -1655,6 +1655,10 @@ class _ChunkRun:
         self.ahead = self._extract(pos)
         for at, _ in self.ahead.values():
             self.ahead_at[at] = np.arange(len(at))
+        # ... and their samples as the walk hands them over when it keeps exactly these
+        # rows (the steady state of a log)
+        self.ahead_pos = pos
+        self.ahead_samples = self._samples(pos)
 
     def _extract(
         self, pos: npt.NDArray[np.int64]
@@ -1768,7 +1772,14 @@ class _ChunkRun:
         import numpy as np
         import polars as pl
 
-        bulk = self._samples(np.concatenate(self.keep)) if self.keep else None
+        bulk = None
+        if self.keep:
+            keep = np.concatenate(self.keep)
+            if np.array_equal(keep, self.ahead_pos):
+                bulk = self.ahead_samples  # read while the chunk was prepared
+            else:
+                bulk = self._samples(keep)
+        self.ahead_samples = None
         fed = self.fed
         self.keep, self.fed = [], []
         frame: pl.DataFrame | None = bulk

@@ -962,6 +962,9 @@ class _Layout:
     usage_how: tuple[str, ...]
     idle_patterns: tuple[str, ...]  # the line with running_req == 0 (a decode-idle line)
     accept: bool  # yields accept_len (whose first line sets a Setting)
+    # per capture group: (item, offset, is a percent) of its text in the line split at
+    # ", " (cheaper to read than the capture groups), or None (see `_items`)
+    items: tuple[tuple[int, int, bool], ...] | None
 
 
 def _learn(text: str) -> _Layout | None:
@@ -1028,9 +1031,11 @@ def _learn(text: str) -> _Layout | None:
     # and TP10 lines have a layout each)
     tags = "".join(f" {t}[0-9]{{{len(n)}}}" for t, n in found)
     head = f"^{_rx(p.group('lead'))}\\[{_TS_SHAPES[len(p.group('ts'))]}{tags}\\] "
-    tail = re.sub(r"[0-9]+", "[0-9]+", _rx(text[at + len(marker) : m.end()]))
+    tail_text = text[at + len(marker) : m.end()]
+    tail = re.sub(r"[0-9]+", "[0-9]+", _rx(tail_text))
     pattern = head + _rx(marker) + tail + ", ".join(pieces) + "$"
-    if re.fullmatch(pattern, text) is None:  # a layout that does not read its own line
+    whole = re.fullmatch(pattern, text)
+    if whole is None:  # a layout that does not read its own line
         return None
     outputs: list[tuple[str, tuple[int, ...], str]] = []
     for g, (metric, h, _) in enumerate(groups):
@@ -1060,7 +1065,34 @@ def _learn(text: str) -> _Layout | None:
         usage_how=tuple(h for _, h in usage),
         idle_patterns=tuple(idle),
         accept=any(o[0] == "accept_len" for o in outputs),
+        items=_items(
+            whole, [h for _, h, _ in groups], tail_fixed=not any(c.isdigit() for c in tail_text)
+        ),
     )
+
+
+def _items(
+    whole: re.Match[str], hows: list[str], tail_fixed: bool
+) -> tuple[tuple[int, int, bool], ...] | None:
+    """Where each capture group's text stands in `text.split(", ")` of a line the layout
+    reads: (item, offset in it, is a percent), the same for every such line (no `, ` in a value, and
+    what precedes a value in its item is literal text, or of a pinned width); None when a
+    group is not its item's tail (the values are then read with the capture groups)."""
+    text = whole.string
+    bounds: list[tuple[int, int]] = []
+    at = 0
+    for item in text.split(", "):
+        bounds.append((at, at + len(item)))
+        at += len(item) + 2
+    found: list[tuple[int, int, bool]] = []
+    for g, how in enumerate(hows, start=1):
+        start, end = whole.span(g)
+        k = next(i for i, (a, b) in enumerate(bounds) if a <= start <= b)
+        a, b = bounds[k]
+        if end + (how == "pct") != b or (k == 0 and not tail_fixed):
+            return None
+        found.append((k, start - a, how == "pct"))
+    return tuple(found)
 
 
 class _Fast:
@@ -1682,9 +1714,8 @@ class _ChunkRun:
                     .str.slice(f.layouts[li].ts_at, f.layouts[li].ts_len)
                     .cast(pl.Categorical)
                     .alias("ts"),
-                    pl.col("t").str.extract_groups(f.layouts[li].pattern).alias("g"),
+                    *_groups(f.layouts[li]),
                 )
-                .unnest("g")
                 .select(
                     "ts",
                     *(
@@ -1832,6 +1863,22 @@ def _clean_noisy(sub: pl.Series, parked: bool) -> pl.Series:
             raw = [x.replace("\x1e", "\r") for x in raw]
         fixed = fixed.scatter(at, [clean(x) for x in raw])
     return fixed
+
+
+def _groups(layout: _Layout) -> list[pl.Expr]:
+    """The texts of the layout's capture groups its outputs read, as columns `1`, `2`, ...
+    of a line `t` it reads (a percent without its `%`)."""
+    import polars as pl
+
+    if layout.items is None:
+        return [pl.col("t").str.extract_groups(layout.pattern).struct.unnest()]
+    parts = pl.col("t").str.split(", ")
+    out = []
+    for g in sorted({g for _, gs, _ in layout.outputs for g in gs}):
+        item, offset, pct = layout.items[g - 1]
+        col = parts.list.get(item).str.slice(offset)
+        out.append((col.str.strip_suffix("%") if pct else col).alias(str(g)))
+    return out
 
 
 def _value(groups: tuple[int, ...], how: str, usage_how: tuple[str, ...]) -> pl.Expr:

@@ -336,6 +336,65 @@ def test_a_record_separator_byte_is_not_taken_for_a_carriage_return(
     assert Bulk.rows > 40
 
 
+def _read_values(layout: Any, lines: list[str], how: str) -> list[tuple[Any, ...]]:
+    frame = pl.DataFrame({"t": lines})
+    if how == "groups":
+        frame = frame.select(pl.col("t").str.extract_groups(layout.pattern).struct.unnest())
+    else:
+        frame = frame.select(S._groups(layout))
+    return list(frame.select(sorted(frame.columns, key=int)).iter_rows())
+
+
+def test_values_split_at_commas_are_the_capture_groups() -> None:
+    rng = random.Random(4)
+    shapes = [
+        "[2026-01-01 10:00:{s:02d} TP{t}] " + D_OLD,
+        "sglang-1  | [2026-01-01 10:00:{s:02d}.123 DP1 TP{t}] " + D_NEW,
+        "[10:00:{s:02d} TP{t}] Decode batch. #running-req: {r}, #token: {tok}, "
+        "token usage: {u:.2f}, gen throughput (token/s): {g:.2f}",
+        "[2026-01-01 10:00:{s:02d} TP{t}] Prefill batch, #new-seq: {r}, #new-token: {tok}, "
+        "#cached-token: {q}, cache hit rate: {o:.2f}%, token usage: {u:.2f}, #running-req: {r}",
+    ]
+    for shape in shapes:
+
+        def line(shape: str = shape) -> str:
+            values = {
+                "r": rng.randrange(1, 10 ** rng.randrange(1, 6)),
+                "tok": rng.randrange(10 ** rng.randrange(1, 8)),
+                "u": rng.random(),
+                "a": rng.uniform(1, 9),
+                "ar": rng.random(),
+                "g": rng.uniform(0, 10 ** rng.randrange(1, 6)),
+                "q": rng.randrange(100),
+                "o": rng.uniform(0, 100),
+            }
+            return shape.format(s=rng.randrange(60), t=rng.randrange(8), **values)
+
+        layout = S._learn(line())
+        assert layout is not None, shape
+        assert layout.items is not None, shape
+        lines = [line() for _ in range(300)]
+        lines = [x for x in lines if re.fullmatch(layout.pattern, x)]
+        assert len(lines) > 200
+        assert _read_values(layout, lines, "split") == _read_values(layout, lines, "groups")
+
+
+def test_a_value_after_a_numbered_tail_is_read_with_the_capture_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `Decode batch [3] #running-req: 1, ...`: the first value shares its item with a number
+    # of any width, so its offset in the item is not fixed
+    line = "[2026-01-01 10:00:{s:02d} TP0] Decode batch [{n}] #running-req: {r}, #token: 9"
+    layout = S._learn(line.format(s=0, n=3, r=4))
+    assert layout is not None
+    assert layout.items is None
+    lines = [line.format(s=s, n=n, r=s + 1) for s in range(60) for n in (7, 1234)]
+    path = tmp_path / "numbered.log"
+    path.write_text("\n".join(lines) + "\n")
+    assert_same(path, monkeypatch, 1 << 20)
+    assert Bulk.rows > 20
+
+
 # ---------------------------------------------------------------------- the rules behind it
 
 

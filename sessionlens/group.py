@@ -286,16 +286,21 @@ def sources_of(points: Sequence[Point]) -> set[str]:
     return {p.source for p in points}
 
 
+# Up to this many samples, every key's values are held at once (~24 bytes a sample).
+HOLD_ALL_ROWS = 8 << 20
+
+
 def values_by_config(session: Session, keep: Collection[str] = ()) -> Values:
     """Values per (config, metric) in file order, DP groups combined per timestamp.
 
     Works on the packed sample table (strings as categoricals, never as string columns),
     and skips the combination where it cannot change anything: when every source has at
     most one rank (the TP-rank rule already kept one line per batch), each timestamp's
-    group is a single row, whose sum or mean is itself. Then a key's values are read from
-    the table when asked (`_ByKey`): a day-long log's millions of values are not held a
-    second time, key by key, next to the table; those of the metrics in `keep` are kept
-    once read (the caller asks for them again), the others read again if asked again.
+    group is a single row, whose sum or mean is itself. Then, beyond `HOLD_ALL_ROWS` samples,
+    a key's values are read from the table when asked (`_ByKey`): the millions of values of
+    a day-long log are not held a second time next to the table; those of the metrics in
+    `keep` are kept once read (the caller asks for them again), the others read again if
+    asked again. Below it every key's values are read in one pass (faster).
     """
     import polars as pl
 
@@ -310,11 +315,16 @@ def values_by_config(session: Session, keep: Collection[str] = ()) -> Values:
         .agg(pl.col("rank").n_unique())
         .collect()
     )
+    frames: Iterable[pl.DataFrame]
     if not (ranks.height and int(ranks["rank"].max()) > 1):  # type: ignore[arg-type]
-        return _ByKey(columns, frozenset(keep))
-    df = columns.lazy(categorical=True).with_row_index("_order").collect()
+        if len(columns) > HOLD_ALL_ROWS:
+            return _ByKey(columns, frozenset(keep))
+        frames = columns.frames(categorical=True)  # part by part: memory stays small
+    else:
+        df = columns.lazy(categorical=True).with_row_index("_order").collect()
+        frames = [_combine(df, keyed_rows)]
     found: dict[tuple[str, str], _Gathered] = {}
-    for frame in _batched([_combine(df, keyed_rows)]):
+    for frame in _batched(frames):
         for part in frame.partition_by(["config", "metric"], maintain_order=True):
             key = (str(part["config"][0]), str(part["metric"][0]))
             found.setdefault(key, _Gathered()).add(part)

@@ -141,6 +141,34 @@ def test_one_rank_per_source_skips_the_combination_it_would_not_change(tmp_path:
     )
 
 
+EXAMPLE = Path(__file__).resolve().parent.parent / "fixtures" / "sessions" / "eagle3-attention-mode"
+
+
+def test_values_read_key_by_key_are_those_read_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # above HOLD_ALL_ROWS samples a key's values are read from the table when asked: the
+    # same points, in the same order, and the same analysis
+    from sessionlens.analysis import analyze
+
+    session = load_session(EXAMPLE)
+    at_once = group.values_by_config(session)
+    assert isinstance(at_once, dict)
+    whole = analyze(session)
+    monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+    by_key = group.values_by_config(session, keep=("accept_len",))
+    assert isinstance(by_key, group._ByKey)
+    assert list(by_key) == list(at_once)
+    assert len(by_key) == len(at_once)
+    assert ("nope", "accept_len") not in by_key
+    with pytest.raises(KeyError):
+        by_key[("nope", "accept_len")]
+    for key, pts in at_once.items():
+        got = by_key[key]
+        assert (got.values, got.sources, got.lines) == (pts.values, pts.sources, pts.lines)
+        assert list(got) == list(pts)  # runs and blocks too
+    assert by_key[("eagle3-decode", "accept_len")] is by_key[("eagle3-decode", "accept_len")]
+    assert analyze(session) == whole
+
+
 # ---------------------------------------------------------------------- progress
 
 

@@ -1367,11 +1367,14 @@ class _ChunkRun:
                     .filter(pl.col("t").str.contains(lay.pattern))
                     .select(
                         "i",
-                        # rank tags as categorical codes (a hash, not a string, per row)
+                        # rank tags as categorical codes (a hash, not a string, per row);
+                        # none to read when the layout has no tags
                         tags=pl.col("t")
                         .str.slice(lay.tags_at, lay.tags_len)
                         .cast(pl.Categorical)
-                        .to_physical(),
+                        .to_physical()
+                        if lay.tags_len
+                        else pl.lit(0, pl.UInt32),
                         maybe_idle=pl.col("t").str.contains("#running-req: 0", literal=True)
                         if lay.idle_patterns
                         else pl.lit(False),

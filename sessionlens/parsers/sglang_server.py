@@ -1065,19 +1065,24 @@ def _learn(text: str) -> _Layout | None:
         usage_how=tuple(h for _, h in usage),
         idle_patterns=tuple(idle),
         accept=any(o[0] == "accept_len" for o in outputs),
+        # the tail's numbers (` batch [12]`) are of any width: no value's offset may count them
         items=_items(
-            whole, [h for _, h, _ in groups], tail_fixed=not any(c.isdigit() for c in tail_text)
+            whole,
+            [h for _, h, _ in groups],
+            m.end() if any(c.isdigit() for c in tail_text) else 0,
         ),
     )
 
 
 def _items(
-    whole: re.Match[str], hows: list[str], tail_fixed: bool
+    whole: re.Match[str], hows: list[str], varying_until: int
 ) -> tuple[tuple[int, int, bool], ...] | None:
     """Where each capture group's text stands in `text.split(", ")` of a line the layout
-    reads: (item, offset in it, is a percent), the same for every such line (no `, ` in a value, and
-    what precedes a value in its item is literal text, or of a pinned width); None when a
-    group is not its item's tail (the values are then read with the capture groups)."""
+    reads: (item, offset in it, is a percent), the same for every such line (no `, ` in a
+    value, and what precedes a value in its item is literal text or of a pinned width);
+    None when a group is not its item's tail, or its item starts before `varying_until`
+    (text of varying width before it), and the values are then read with the capture
+    groups."""
     text = whole.string
     bounds: list[tuple[int, int]] = []
     at = 0
@@ -1089,7 +1094,7 @@ def _items(
         start, end = whole.span(g)
         k = next(i for i, (a, b) in enumerate(bounds) if a <= start <= b)
         a, b = bounds[k]
-        if end + (how == "pct") != b or (k == 0 and not tail_fixed):
+        if end + (how == "pct") != b or a < varying_until:
             return None
         found.append((k, start - a, how == "pct"))
     return tuple(found)
@@ -1753,7 +1758,8 @@ class _ChunkRun:
     def _samples(self, pos: npt.NDArray[np.int64]) -> pl.DataFrame | None:
         """The samples of emitting batch rows (positions `pos`, in line order), each row's
         in its layout's order: one numpy interleave, no sort. Strings are categoricals
-        made per line and spread to its samples as codes."""
+        made per line and spread to its samples as codes. Rows as `emit` (line numbers
+        are added at the hand-over)."""
         import numpy as np
         import polars as pl
 
@@ -1791,7 +1797,6 @@ class _ChunkRun:
         return pl.DataFrame(
             {
                 "emit": rows,
-                "line": rows + self.first,
                 "rank": ranks.cast(cat).gather(self.b_tags[pos][owner]),
                 "ts": line_ts.cast(cat).gather(owner),
                 "metric": pl.Series(f.metrics, dtype=pl.String).cast(cat).gather(metric),
@@ -1814,6 +1819,10 @@ class _ChunkRun:
             else:
                 bulk = self._samples(keep)
         self.ahead_samples = None
+        if bulk is not None:
+            # line numbers here, on the walking thread: a chunk's first line number is known
+            # once the chunks before it are counted (`Chunk.first` is not for worker threads)
+            bulk = bulk.with_columns(line=pl.col("emit") + self.first)
         fed = self.fed
         self.keep, self.fed = [], []
         frame: pl.DataFrame | None = bulk

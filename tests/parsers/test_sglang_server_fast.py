@@ -383,16 +383,20 @@ def test_a_value_after_a_numbered_tail_is_read_with_the_capture_groups(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # `Decode batch [3] #running-req: 1, ...`: the first value shares its item with a number
-    # of any width, so its offset in the item is not fixed
-    line = "[2026-01-01 10:00:{s:02d} TP0] Decode batch [{n}] #running-req: {r}, #token: 9"
-    layout = S._learn(line.format(s=0, n=3, r=4))
-    assert layout is not None
-    assert layout.items is None
-    lines = [line.format(s=s, n=n, r=s + 1) for s in range(60) for n in (7, 1234)]
-    path = tmp_path / "numbered.log"
-    path.write_text("\n".join(lines) + "\n")
-    assert_same(path, monkeypatch, 1 << 20)
-    assert Bulk.rows > 20
+    # of any width, so its offset in the item is not fixed (whatever item that is: a lead
+    # holding `, ` moves it)
+    for lead in ("", "a, b "):
+        line = lead + "[2026-01-01 10:00:{s:02d} TP0] Decode batch [{n}] "
+        line += "#running-req: {r}, #token: 9"
+        layout = S._learn(line.format(s=0, n=3, r=4))
+        assert layout is not None
+        assert layout.items is None
+        lines = [line.format(s=s, n=n, r=s + 11) for s in range(60) for n in (10, 9, 1234)]
+        path = tmp_path / "numbered.log"
+        path.write_text("\n".join(lines) + "\n")
+        Bulk.rows = 0
+        assert_same(path, monkeypatch, 1 << 20)
+        assert Bulk.rows > 20
 
 
 # ---------------------------------------------------------------------- the rules behind it

@@ -155,8 +155,20 @@ def _finite_array(values: Values) -> tuple[npt.NDArray[np.int64], npt.NDArray[np
 
 def _mean(xs: Values) -> float:
     if not isinstance(xs, Sequence):
-        return math.fsum(xs.tolist()) / len(xs)
+        return _fsum_array(xs) / len(xs)
     return math.fsum(xs) / len(xs)
+
+
+_FSUM_PIECE = 1 << 16
+
+
+def _fsum_array(xs: npt.NDArray[np.float64]) -> float:
+    """`math.fsum` of an array's values, in order, made Python floats a piece at a time (the
+    same exact sum; a list of millions of floats would take ~32 bytes per value)."""
+    if len(xs) <= _FSUM_PIECE:
+        return math.fsum(xs.tolist())
+    pieces = (xs[i : i + _FSUM_PIECE].tolist() for i in range(0, len(xs), _FSUM_PIECE))
+    return math.fsum(itertools.chain.from_iterable(pieces))
 
 
 def _var(xs: Values, mean: float) -> float:
@@ -170,7 +182,8 @@ def _var(xs: Values, mean: float) -> float:
 
 def _var_array(xs: npt.NDArray[np.float64], mean: float) -> float:
     d = xs - mean
-    return math.fsum((d * d).tolist()) / (len(xs) - 1)
+    d *= d
+    return _fsum_array(d) / (len(xs) - 1)
 
 
 def _median(xs: Sequence[float]) -> float:
@@ -265,7 +278,7 @@ def summarize(values: Values, alpha: float = 0.05) -> Summary:
         n = len(arr)
         if n == 0:
             return _summary(0, 0.0, 0.0, None, dropped, alpha, None)
-        mean = math.fsum(arr.tolist()) / n
+        mean = _fsum_array(arr) / n
         var = _var_array(arr, mean) if n >= 2 else None
         out = _outliers_array(idx_a, arr)
         assert out.median is not None  # n > 0; for mypy

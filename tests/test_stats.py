@@ -396,6 +396,19 @@ def test_large_inputs_give_the_list_paths_results_bit_for_bit(values, monkeypatc
     assert on_arrays[2] == on_lists[1]
 
 
+@pytest.mark.parametrize("n", [1, 65536, 65537, 200_003])
+def test_fsum_of_an_array_in_pieces_is_fsum_of_its_list(n: int) -> None:
+    rng = np.random.default_rng(n)
+    x = rng.normal(size=n) * 10.0 ** rng.integers(-200, 200, n)
+    assert stats._fsum_array(x) == math.fsum(x.tolist())
+    x[n // 2] = math.inf
+    assert stats._fsum_array(x) == math.inf
+    x[n - 1] = -math.inf
+    if n > 1:
+        with pytest.raises(ValueError, match="inf"):  # -inf + inf, as fsum says
+            stats._fsum_array(x)
+
+
 def test_large_input_summary_against_numpy_and_scipy():
     values = _big_samples()[4]
     s = summarize(np.array(values))

@@ -4,6 +4,7 @@ hand-written parser, in one run; print Markdown tables (time, ratio to grep, pea
     python3 benchmarks/run.py                    # 100 MB, sessions of 1/10/100 files
     python3 benchmarks/run.py --sizes 1G         # the 1 GB run
     python3 benchmarks/run.py --full             # scaling: 100 MB, 300 MB and 1 GB
+    python3 benchmarks/run.py --sizes 1G --tp 1  # a log where only rank 0 prints
 
 Generated logs are cached in --workdir (default /tmp/sessionlens-bench), never in the repo.
 sessionlens runs as `python -m sessionlens` from this working tree. Peak RSS is each child
@@ -169,7 +170,7 @@ def one_file(size: int, args: argparse.Namespace, env: dict[str, str]) -> dict[s
 def sessions(total: int, counts: list[int], args: argparse.Namespace, env: dict[str, str]) -> None:
     """`report` on sessions of n files that hold `total` bytes between them."""
     work = Path(args.workdir)
-    print(f"\n### Sessions of {fmt_size(total)} in 1 to {max(counts)} files\n")
+    print(f"\n### Sessions of {fmt_size(total)} in 1 to {max(counts)} files, {log_kind(args)}\n")
     print("| files | configs | grep, all files (s) | report (s) | × grep | peak RSS (MB) |")
     print("|---:|---:|---:|---:|---:|---:|")
     for n in counts:
@@ -178,7 +179,9 @@ def sessions(total: int, counts: list[int], args: argparse.Namespace, env: dict[
             shutil.rmtree(folder)
         logs = []
         for i in range(n):
-            log = gen.cached(total // n, seed=100 + i, folder=str(work / "logs"))
+            log = gen.cached(
+                total // n, tp=args.tp, seed=100 + i, ansi=args.ansi, folder=str(work / "logs")
+            )
             config = "a" if n == 1 or i < n // 2 else "b"
             link(log, folder / config / f"server-{i:03d}.log")
             logs.append(log)

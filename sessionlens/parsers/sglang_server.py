@@ -10,7 +10,7 @@ import itertools
 import re
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -1491,14 +1491,20 @@ class _ChunkRun:
     def _close_phase(self, row: int) -> Iterator[Record]:
         """What `Reader._feed_own` does first with a line that is not a phase line (none of
         the rare words) while a phase block is open: the phase reader closes the block."""
-        text = self.t[row]
-        for rec in self.r.phase.feed(Line(self.first + row, text)):
+        records = list(self.r.phase.feed(Line(self.first + row, self.t[row])))
+        if records:
             self.r.ctx.embedded.add(phase_timing.format_id)
+        yield from self._take(row, records)
+        assert self.r.phase.idle  # any line without `ms/cyc` or stage times closes a block
+
+    def _take(self, row: int, records: Iterable[Record]) -> Iterator[Record]:
+        """Records `feed` gave for a row: its samples kept for the hand-over (with the row
+        that gave them), the others yielded."""
+        for rec in records:
             if isinstance(rec, Sample):
                 self.fed.append((row, rec))
             else:
                 yield rec
-        assert self.r.phase.idle  # any line without `ms/cyc` or stage times closes a block
 
     def _stateful(self, row: int) -> bool:
         """Whether `feed` may read or change the TP-rank state at this line (batch lines
@@ -1520,11 +1526,7 @@ class _ChunkRun:
         if "batch" in text or "server_args=" in text:
             self.stateful_feeds += 1
             self.window = _WINDOW
-        for rec in self.r.feed(Line(self.first + row, text)):
-            if isinstance(rec, Sample):
-                self.fed.append((row, rec))
-            else:
-                yield rec
+        yield from self._take(row, self.r.feed(Line(self.first + row, text)))
         if self.r.bench is not None:  # a benchmark run from here on: the rest line by line
             self.stateful_feeds = _MAX_FEEDS + 1
             return
@@ -1671,16 +1673,12 @@ class _ChunkRun:
 
         likely = np.zeros(max(len(self.tags), 1), np.bool_)
         lowest: dict[str, tuple[tuple[int, ...], list[int]]] = {}
-        dp_attention = self.r.dp_attention  # read once: a guess, never a decision
         for k, tag in enumerate(self.tags):
             rank, nums = _rank_of(tag)
             if rank is None or not _ranked(nums):
                 likely[k] = True
                 continue
-            if "DP" in nums:
-                group = f"DP{nums['DP']}"
-            else:
-                group = f"TP{nums['TP']}" if dp_attention and "TP" in nums else ""
+            group = self.r._group(nums)  # a guess (the walk may see DP attention change)
             key = _key_of(nums)
             best = lowest.get(group)
             if best is None or key < best[0]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -67,17 +67,8 @@ class Session:
 
     def config_settings(self, name: str) -> dict[str, Any]:
         """Settings of a config: its sources' settings (first value wins), then the manifest's."""
-        merged: dict[str, Any] = {}
-        for src in self.sources:
-            if self.source_config.get(src.path) != name:
-                continue
-            for key, value in src.settings.items():
-                merged.setdefault(key, value)
-            for block in src.blocks:
-                for key, value in block.settings.items():
-                    merged.setdefault(key, value)
-        spec = next(c for c in self.configs if c.name == name)
-        merged.update(spec.settings)
+        merged = self._logged(name)
+        merged.update(self._spec(name).settings)
         return merged
 
     def overridden(self, name: str) -> list[tuple[str, Any, Any]]:
@@ -85,16 +76,10 @@ class Session:
         replace a different value read from its logs."""
         from . import group
 
-        spec = next(c for c in self.configs if c.name == name)
+        spec = self._spec(name)
         if not spec.settings:
             return []
-        logged: dict[str, Any] = {}
-        for src in self.sources:
-            if self.source_config.get(src.path) != name:
-                continue
-            for settings in (src.settings, *(b.settings for b in src.blocks)):
-                for key, value in settings.items():
-                    logged.setdefault(key, value)
+        logged = self._logged(name)
         return [
             (k, v, logged[k])
             for k, v in spec.settings.items()
@@ -107,19 +92,33 @@ class Session:
         from . import group
 
         seen: dict[str, list[Any]] = {}
+        for key, value in self._logged_items(name):
+            if key.rsplit(".", 1)[-1] not in group.POOLING_KEYS:
+                continue
+            values = seen.setdefault(key, [])
+            if not any(group.same_value(value, v) for v in values):
+                values.append(value)
+        spec = self._spec(name)
+        return {k: v for k, v in seen.items() if len(v) > 1 and k not in spec.settings}
+
+    def _spec(self, name: str) -> ConfigSpec:
+        return next(c for c in self.configs if c.name == name)
+
+    def _logged_items(self, name: str) -> Iterator[tuple[str, Any]]:
+        """Every setting a config's sources logged, in order: each source's own, then its
+        blocks'."""
         for src in self.sources:
             if self.source_config.get(src.path) != name:
                 continue
             for settings in (src.settings, *(b.settings for b in src.blocks)):
-                for key, value in settings.items():
-                    leaf = key.rsplit(".", 1)[-1]
-                    if leaf not in group.POOLING_KEYS:
-                        continue
-                    values = seen.setdefault(key, [])
-                    if not any(group.same_value(value, v) for v in values):
-                        values.append(value)
-        spec = next(c for c in self.configs if c.name == name)
-        return {k: v for k, v in seen.items() if len(v) > 1 and k not in spec.settings}
+                yield from settings.items()
+
+    def _logged(self, name: str) -> dict[str, Any]:
+        """A config's logged settings, the first value of each."""
+        merged: dict[str, Any] = {}
+        for key, value in self._logged_items(name):
+            merged.setdefault(key, value)
+        return merged
 
     def input_paths(self) -> list[Path]:
         """Absolute paths of every input (for refusing to overwrite one)."""

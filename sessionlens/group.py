@@ -241,11 +241,6 @@ class PointList(Sequence[Point]):
         return f"PointList({len(self)} points)"
 
     @property
-    def nbytes(self) -> int:
-        """The bytes of its columns."""
-        return int(self._values.nbytes + self._sources.nbytes + self._lines.nbytes)
-
-    @property
     def values(self) -> list[float]:
         """Every value, in order."""
         return self._values.tolist()  # type: ignore[no-any-return]
@@ -428,12 +423,8 @@ class _Gathered:
             if len(self.names) < len(self.index):
                 self.names.append(name)
             mine[k] = self.index[name]
-        codes = src.to_physical().to_numpy()
-        if len(phys) == 1:
-            self.sources.append(np.full(len(codes), mine[0], np.int64))
-        else:
-            order = np.argsort(phys)
-            self.sources.append(mine[order][np.searchsorted(phys[order], codes)])
+        order = np.argsort(phys)
+        self.sources.append(mine[order][np.searchsorted(phys[order], src.to_physical().to_numpy())])
         self.values.append(part["value"].to_numpy().astype(np.float64, copy=False))
         self.lines.append(part["line"].to_numpy().astype(np.int64, copy=False))
         for attr, flag, col in (("runs", "any_run", "run"), ("blocks", "any_block", "block")):

@@ -220,7 +220,7 @@ class SampleColumns:
         f = batch.frame
         if f.height == 0:
             return
-        # Held in fewer bytes than read back (`_lazy_parts` casts to the schema): line
+        # Held in fewer bytes than read back (`lazy_parts` casts to the schema): line
         # numbers in 32 bits while they fit, block and run numbers (the parsers' own
         # counters) in 32 bits, and a rank that all rows share once for the part.
         top = f["line"].max()
@@ -326,20 +326,17 @@ class SampleColumns:
         it to a file, or for grouping without building string columns."""
         import polars as pl
 
-        parts = self._lazy_parts(categorical)
+        parts = self.lazy_parts(categorical=categorical)
         return parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")
 
     def frames(self, *, categorical: bool = False) -> Iterator[pl.DataFrame]:
         """The tidy table part by part, in order (never the whole table in one frame)."""
-        for lf in self._lazy_parts(categorical):
+        for lf in self.lazy_parts(categorical=categorical):
             yield lf.collect()
 
     def lazy_parts(self, *, categorical: bool = False) -> list[pl.LazyFrame]:
         """The tidy table as lazy frames, part by part, in order (for reading a few rows of
         every part without building the whole table)."""
-        return self._lazy_parts(categorical)
-
-    def _lazy_parts(self, categorical: bool) -> list[pl.LazyFrame]:
         import polars as pl
 
         parts = [

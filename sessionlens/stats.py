@@ -278,7 +278,7 @@ def summarize(values: Values, alpha: float = 0.05) -> Summary:
         n = len(arr)
         if n == 0:
             return _summary(0, 0.0, 0.0, None, dropped, alpha, None)
-        mean = _fsum_array(arr) / n
+        mean = _mean(arr)
         var = _var_array(arr, mean) if n >= 2 else None
         out = _outliers_array(idx_a, arr)
         assert out.median is not None  # n > 0; for mypy

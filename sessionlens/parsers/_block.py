@@ -1058,7 +1058,7 @@ class BlockReader:
                     yield Setting("accept_length_scope", scope, ln.no, block)
                     yield Setting("accept_len_counts_bonus", bonus, ln.no, block)
                 if key in _JSON_PERCENT:  # as a `(%)` row: the printed digits, two places on
-                    number = round(number / 100, decimals_of(repr(number)) + 2)
+                    number = _fraction(number)
                 yield Sample(metric, number, ln.no, block)
             elif key in _JSON_ARRAYS:
                 self.ctx.count("per-request-array")
@@ -1068,8 +1068,7 @@ class BlockReader:
                 if isinstance(rate, int | float) and not isinstance(rate, bool):
                     pct = float(rate)
                     if math.isfinite(pct):
-                        fraction = round(pct / 100, decimals_of(repr(pct)) + 2)
-                        yield Sample("cache_hit_rate", fraction, ln.no, block)
+                        yield Sample("cache_hit_rate", _fraction(pct), ln.no, block)
                 rest = {k: v for k, v in value.items() if k != "cache_hit_rate_pct"}
                 for k, v in _flatten(key, rest):
                     yield Setting(k, v, ln.no, block)
@@ -1083,6 +1082,12 @@ class BlockReader:
             number = json_number(self.ctx, ln.no, f"record {block}: {key}[{i}]", rate)
             if number is not None:
                 yield Sample(f"position_acceptance_rate_{i}", number, ln.no, block)
+
+
+def _fraction(percent: float) -> float:
+    """A JSON percent as a fraction, as a `(%)` row reads it: to the printed digits, two
+    places on (`12.5` -> 0.125, not 0.12500000000000003)."""
+    return round(percent / 100, decimals_of(repr(percent)) + 2)
 
 
 def json_number(ctx: ParseContext, line: int, what: str, value: Any) -> float | None:

@@ -423,8 +423,12 @@ class _Gathered:
             if len(self.names) < len(self.index):
                 self.names.append(name)
             mine[k] = self.index[name]
-        order = np.argsort(phys)
-        self.sources.append(mine[order][np.searchsorted(phys[order], src.to_physical().to_numpy())])
+        codes = src.to_physical().to_numpy()
+        if len(phys) == 1:  # one source (most parts): no index array of the part's length
+            self.sources.append(np.full(len(codes), mine[0], np.int64))
+        else:
+            order = np.argsort(phys)
+            self.sources.append(mine[order][np.searchsorted(phys[order], codes)])
         self.values.append(part["value"].to_numpy().astype(np.float64, copy=False))
         self.lines.append(part["line"].to_numpy().astype(np.int64, copy=False))
         for attr, flag, col in (("runs", "any_run", "run"), ("blocks", "any_block", "block")):

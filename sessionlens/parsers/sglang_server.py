@@ -1398,15 +1398,7 @@ class _ChunkRun:
                 self.b_layout[pos] = li
                 text = got["t"]
                 codes = got["tags"].to_numpy()
-                uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
-                local = np.empty(len(uniq), np.int32)
-                for k, line in enumerate(text.gather(first).to_list()):
-                    tag = line[lay.tags_at : lay.tags_at + lay.tags_len]
-                    if tag not in self._tag_index:
-                        self._tag_index[tag] = len(self.tags)
-                        self.tags.append(tag)
-                    local[k] = self._tag_index[tag]
-                self.b_tags[pos] = local[inverse]
+                self.b_tags[pos] = self._tag_ids(codes, text, lay)
                 maybe = np.flatnonzero(got["maybe_idle"].to_numpy())
                 if len(maybe):
                     some = text.gather(maybe)
@@ -1414,6 +1406,35 @@ class _ChunkRun:
                     for pattern in lay.idle_patterns:
                         idle |= some.str.contains(pattern).to_numpy()
                     self.b_idle[pos[maybe[idle]]] = True
+
+    def _tag_ids(
+        self, codes: npt.NDArray[np.uint32], text: pl.Series, lay: _Layout
+    ) -> npt.NDArray[np.int32]:
+        """Indices into `self.tags` of rows whose rank tags have categorical codes `codes`
+        (`text` their lines): one line of each code is sliced. The codes of a log's few
+        tags lie close together, so a lookup table replaces a sort of every row's code."""
+        import numpy as np
+
+        rel = codes.astype(np.int64) - int(codes.min())
+        span = int(rel.max()) + 1
+        if span > 1 << 16:  # far apart (codes are global to the process): sort them
+            uniq, first, inverse = np.unique(rel, return_index=True, return_inverse=True)
+        else:
+            seen = np.full(span, -1, np.int64)
+            seen[rel] = np.arange(len(rel))  # a row of each code (which one does not matter)
+            uniq = np.flatnonzero(seen >= 0)
+            first = seen[uniq]
+            lut = np.empty(span, np.int64)
+            lut[uniq] = np.arange(len(uniq))
+            inverse = lut[rel]
+        local = np.empty(len(uniq), np.int32)
+        for k, line in enumerate(text.gather(first).to_list()):
+            tag = line[lay.tags_at : lay.tags_at + lay.tags_len]
+            if tag not in self._tag_index:
+                self._tag_index[tag] = len(self.tags)
+                self.tags.append(tag)
+            local[k] = self._tag_index[tag]
+        return local[inverse]
 
     def _set_feeds(self) -> None:
         """Rows for `feed` (rare lines, batch lines no layout reads) and matched rows."""

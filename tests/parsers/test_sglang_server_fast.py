@@ -524,3 +524,29 @@ def test_a_layout_reads_its_own_line() -> None:
     assert len(layout.idle_patterns) == 1
     assert not re.fullmatch(layout.idle_patterns[0], line)
     assert re.fullmatch(layout.idle_patterns[0], line.replace("#running-req: 4", "#running-req: 0"))
+
+
+@pytest.mark.parametrize("spread", [3, 1 << 20])
+def test_tag_ids_of_near_and_far_codes(spread: int) -> None:
+    """Rank tags are numbered from their categorical codes by a lookup table when the codes
+    lie close together and by a sort when they do not; both number tags in the same way."""
+    import numpy as np
+
+    layout = S._learn(
+        "[2026-01-01 10:00:00 TP0] "
+        + D_NEW.format(r=4, tok=9, u=0.5, a=2.5, ar=0.5, g=12.5, q=0, o=45.5)
+    )
+    assert layout is not None
+    rng = random.Random(spread)
+    tags = ["TP3", "TP0", "TP7"]
+    picks = [rng.randrange(3) for _ in range(50)]
+    text = pl.Series(
+        [f"[2026-01-01 10:00:00 {tags[p]}] Decode batch" for p in picks], dtype=pl.String
+    )
+    codes = np.array([10 + p * spread for p in picks], np.uint32)
+    run = S._ChunkRun.__new__(S._ChunkRun)
+    run.tags, run._tag_index = [" TP1"], {" TP1": 0}  # one tag known from an earlier layout
+    got = run._tag_ids(codes, text, layout)
+    # tags are numbered in the order of their codes, after those known
+    assert run.tags == [" TP1", " TP3", " TP0", " TP7"]
+    assert [run.tags[i] for i in got.tolist()] == [" " + tags[p] for p in picks]

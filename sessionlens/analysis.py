@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -33,6 +34,8 @@ HEADLINE = (
 )
 # Read by `_economics` and `_measured` after the summaries, with the headline metrics.
 _ASKED_AGAIN = frozenset((*HEADLINE, "accept_len", "running_req", "cycle_ms", "verify_share"))
+# Samples from which the summaries are made on two threads (`_summaries`).
+_PARALLEL_FROM = 1 << 20
 
 
 class _Model(BaseModel):
@@ -286,6 +289,20 @@ def _summary(points: Sequence[group.Point], metric: str, alpha: float) -> Metric
     )
 
 
+def _summaries(
+    values: group.Values, alpha: float, big: bool
+) -> dict[tuple[str, str], MetricSummary]:
+    """The summary of every (config, metric). A big session's are made two at a time:
+    while one is summed (Python, holding the GIL), the next one's values are read (polars)
+    and ordered (numpy), which let go of it. The values of two keys at most are in flight."""
+    keys = list(values)
+    if not big:
+        return {key: _summary(values[key], key[1], alpha) for key in keys}
+    with ThreadPoolExecutor(2, thread_name_prefix="sessionlens-summary") as pool:
+        done = pool.map(lambda key: _summary(values[key], key[1], alpha), keys)
+        return dict(zip(keys, done, strict=True))
+
+
 def analyze(session: Session) -> Analysis:
     """Statistics, verdicts and economics of a loaded session."""
     # the metrics asked for again after their summaries (comparisons, economics) are kept
@@ -302,6 +319,7 @@ def analyze(session: Session) -> Analysis:
         )
         for name in names
     }
+    summaries = _summaries(values, session.alpha, big=len(session.columns) > _PARALLEL_FROM)
     configs: list[ConfigResult] = []
     for spec in session.configs:
         metric_names = [m for (c, m) in values if c == spec.name]
@@ -315,9 +333,7 @@ def analyze(session: Session) -> Analysis:
                     for s in session.sources
                     if session.source_config.get(s.path) == spec.name
                 ],
-                metrics={
-                    m: _summary(values[(spec.name, m)], m, session.alpha) for m in metric_names
-                },
+                metrics={m: summaries[(spec.name, m)] for m in metric_names},
                 launches=launches[spec.name],
             )
         )

@@ -9,6 +9,7 @@ It must not run statistical tests.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
@@ -328,6 +329,10 @@ def values_by_config(session: Session, keep: Collection[str] = ()) -> Values:
     return {key: found.pop(key).points() for key in list(found)}
 
 
+# the columns `_Gathered.add` reads
+_POINT = ("source", "value", "line", "run", "block")
+
+
 class _ByKey(Mapping[tuple[str, str], PointList]):
     """The values of each (config, metric) of a packed table, read from it when asked (one
     polars filter per part, run at once). The values of metrics in `keep` are kept once
@@ -347,6 +352,7 @@ class _ByKey(Mapping[tuple[str, str], PointList]):
                 keys[(str(c), str(m))] = None
         self._keys = keys
         self._kept: dict[tuple[str, str], PointList] = {}
+        self._lock = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._keys)
@@ -360,20 +366,26 @@ class _ByKey(Mapping[tuple[str, str], PointList]):
     def __getitem__(self, key: tuple[str, str]) -> PointList:
         import polars as pl
 
-        got = self._kept.get(key)
+        with self._lock:
+            got = self._kept.get(key)
         if got is None:
             if key not in self._keys:
                 raise KeyError(key)
             config, metric = key
             rows = (pl.col("config") == config) & (pl.col("metric") == metric)
-            parts = [p for p in pl.collect_all([lf.filter(rows) for lf in self._parts]) if p.height]
+            parts = [
+                p
+                for p in pl.collect_all([lf.filter(rows).select(_POINT) for lf in self._parts])
+                if p.height
+            ]
             gathered = _Gathered()
             if parts:
                 gathered.add(pl.concat(parts, how="diagonal_relaxed"))
             got = gathered.points()
-        for k in [k for k in self._kept if k != key and k[1] not in self._keep]:
-            del self._kept[k]
-        self._kept[key] = got
+        with self._lock:  # keys may be asked for from two threads (`analysis._summaries`)
+            for k in [k for k in self._kept if k != key and k[1] not in self._keep]:
+                del self._kept[k]
+            self._kept[key] = got
         return got
 
 

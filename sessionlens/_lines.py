@@ -13,6 +13,7 @@ import gzip
 import hashlib
 import io
 import json
+import os
 import re
 import zlib
 from collections.abc import Callable, Iterator
@@ -209,7 +210,9 @@ class SourceText:
         for piece in pieces:
             if not piece:
                 continue
-            cut_at = piece.rfind(b"\n") if buf_len + len(piece) >= size else -1
+            # a piece of whole lines at least half the size (`_piece_size`) is taken whole
+            whole = not buf and len(piece) >= size // 2 and piece.endswith(b"\n")
+            cut_at = piece.rfind(b"\n") if whole or buf_len + len(piece) >= size else -1
             if cut_at < 0:
                 # a line longer than `size` is joined once, at its end: not quadratic
                 buf.append(piece)
@@ -357,10 +360,34 @@ class _Hasher:
                 self._pool = None
 
 
-def _raw_chunks(fh: BinaryIO, hasher: _Hasher, src: SourceText) -> Iterator[bytes]:
+_ALIGN = 64 << 10  # the last bytes of a piece looked at to make it end at a line's end
+
+
+def _piece_size(fh: BinaryIO, size: int) -> int:
+    """How much of a plain file to read next so that the piece ends at a line's end (then
+    `chunks` takes it as it is, no copy): `size`, shortened to the last newline among its
+    last `_ALIGN` bytes (looked at with a small read of their own); `size` when there is
+    none, or the file is not a plain one."""
+    if size <= _ALIGN:
+        return size
+    try:
+        fd = fh.fileno()
+        at = fh.tell()
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return size
+    tail = os.pread(fd, _ALIGN, at + size - _ALIGN)
+    if len(tail) < _ALIGN:
+        return size  # the file ends within the piece
+    nl = tail.rfind(b"\n")
+    return size if nl < 0 else size - _ALIGN + nl + 1
+
+
+def _raw_chunks(
+    fh: BinaryIO, hasher: _Hasher, src: SourceText, align: bool = False
+) -> Iterator[bytes]:
     try:
         with fh:
-            while chunk := fh.read(src.read_size):
+            while chunk := fh.read(_piece_size(fh, src.read_size) if align else src.read_size):
                 hasher.update(chunk)
                 src.n_bytes += len(chunk)
                 if src.progress is not None:
@@ -419,7 +446,7 @@ def read(path: Path, display: str | None = None) -> SourceText:
         fh.close()
         raise
     src = SourceText(path=display or str(path), name=path.name, head=_head(head_bytes))
-    raw = _raw_chunks(fh, _Hasher(), src)
+    raw = _raw_chunks(fh, _Hasher(), src, align=not is_gzip)
     src._chunks = _safe_gunzip(raw, src) if is_gzip else raw
     return src
 

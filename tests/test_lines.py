@@ -125,3 +125,36 @@ def test_large_file_is_read_in_chunks(tmp_path: Path) -> None:
 )
 def test_json_log_envelopes_are_unwrapped(raw: str, want: str) -> None:
     assert _lines.clean(raw) == want
+
+
+def test_chunks_of_a_plain_file_end_at_line_ends(tmp_path: Path) -> None:
+    """Pieces of a plain file are read to end at a line's end (so `chunks` takes them as
+    they are); a line longer than the bytes looked at for that is joined across pieces.
+    Either way the chunks are the file's bytes, in order, and the hash is the file's."""
+    import hashlib
+    import random
+
+    rng = random.Random(7)
+    lines = [b"y" * rng.randrange(0, 3000) for _ in range(2000)]
+    lines[900] = b"z" * (200 << 10)  # longer than `_ALIGN`: no newline near a piece's end
+    data = b"\n".join(lines) + b"\ncut last li"
+    p = tmp_path / "big.log"
+    p.write_bytes(data)
+    size = 256 << 10
+    assert size > _lines._ALIGN
+    with p.open("rb") as fh:
+        piece = _lines._piece_size(fh, size)
+    assert data[piece - 1 : piece] == b"\n"
+    assert size - _lines._ALIGN < piece <= size
+    src = _lines.read(p)
+    got = list(src.chunks(size))
+    *chunks, last = got
+    assert all(isinstance(c, _lines.Chunk) and c.data.endswith(b"\n") for c in chunks)
+    assert isinstance(last, _lines.Line)
+    assert last.text == "cut last li"
+    assert b"".join(c.data for c in chunks) + b"cut last li" == data
+    assert src.sha256 == hashlib.sha256(data).hexdigest()
+    assert src.n_lines == len(lines) + 1
+    assert [c.first for c in chunks] == [
+        1 + sum(c.data.count(b"\n") for c in chunks[:i]) for i in range(len(chunks))
+    ]

@@ -551,16 +551,17 @@ def test_signal_mid_report_exits_130_and_leaves_nothing(tmp_path: Path, signum: 
     )
     try:
         deadline = time.monotonic() + 60
-        while not _reading(proc.pid, session) and time.monotonic() < deadline:
+        # what was seen, not a second look: between two inputs none is open
+        while not (started := _reading(proc.pid, session)) and time.monotonic() < deadline:
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.01)
-        assert _reading(proc.pid, session), "the report never started reading its inputs"
+        assert started, "the report never started reading its inputs"
         proc.send_signal(signum)
         stdout, stderr = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.communicate()  # also closes the pipes (no ResourceWarning in a later test)
     assert proc.returncode == 130
     assert (stdout, stderr) == ("", "sessionlens: error: interrupted [interrupted]\n")
     assert out.read_text() == OLD

@@ -368,14 +368,12 @@ def _piece_size(fh: BinaryIO, size: int) -> int:
     `chunks` takes it as it is, no copy): `size`, shortened to the last newline among its
     last `_ALIGN` bytes (looked at with a small read of their own); `size` when there is
     none, or the file is not a plain one."""
-    if size <= _ALIGN:
+    if size <= _ALIGN or not hasattr(os, "pread"):  # pread: POSIX only
         return size
     try:
-        fd = fh.fileno()
-        at = fh.tell()
+        tail = os.pread(fh.fileno(), _ALIGN, fh.tell() + size - _ALIGN)
     except (OSError, ValueError, io.UnsupportedOperation):
         return size
-    tail = os.pread(fd, _ALIGN, at + size - _ALIGN)
     if len(tail) < _ALIGN:
         return size  # the file ends within the piece
     nl = tail.rfind(b"\n")
@@ -417,7 +415,9 @@ def read(path: Path, display: str | None = None) -> SourceText:
 
     Raises OSError when the file cannot be opened; callers turn that into `unreadable-file`.
     """
-    fh: BinaryIO = path.open("rb")
+    # unbuffered: pieces are read straight into their bytes objects, and a buffer reads
+    # nothing ahead of a piece that `_piece_size` ends at a line's end
+    fh: BinaryIO = path.open("rb", buffering=0)
     try:
         if not fh.seekable():
             # a pipe (`parse <(zcat run.log.gz)`) cannot be read twice: hold it whole

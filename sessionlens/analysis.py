@@ -298,9 +298,14 @@ def _summaries(
     keys = list(values)
     if not big:
         return {key: _summary(values[key], key[1], alpha) for key in keys}
-    with ThreadPoolExecutor(2, thread_name_prefix="sessionlens-summary") as pool:
-        done = pool.map(lambda key: _summary(values[key], key[1], alpha), keys)
-        return dict(zip(keys, done, strict=True))
+    pool = ThreadPoolExecutor(2, thread_name_prefix="sessionlens-summary")
+    try:
+        done = list(pool.map(lambda key: _summary(values[key], key[1], alpha), keys))
+    except BaseException:  # an interrupt (or an error): the summaries not started are not
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
+    return dict(zip(keys, done, strict=True))
 
 
 def analyze(session: Session) -> Analysis:

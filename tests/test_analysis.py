@@ -191,3 +191,46 @@ def test_a_manifest_setting_that_replaces_a_logged_one_is_said(tmp_path: Path) -
     assert [d.file for d in said] == ["fa3"]  # triton's equals its log: nothing to say
     assert "attention_backend = flashinfer, the logs say fa3" in said[0].message
     assert a.configs[0].settings["attention_backend"] == "flashinfer"
+
+
+@pytest.mark.parametrize("by_key", [False, True], ids=["held", "read-when-asked"])
+def test_summaries_on_two_threads_equal_the_sequential_ones(
+    analysis, monkeypatch: pytest.MonkeyPatch, by_key: bool
+) -> None:
+    """A big session's summaries are made two at a time; the report is the same."""
+    from sessionlens import analysis as A
+    from sessionlens import group
+
+    calls: list[bool] = []
+    real = A._summaries
+
+    def spy(values, alpha, big):  # type: ignore[no-untyped-def]
+        calls.append(big)
+        return real(values, alpha, big)
+
+    monkeypatch.setattr(A, "_PARALLEL_FROM", 0)
+    monkeypatch.setattr(A, "_summaries", spy)
+    if by_key:
+        monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+    got = analyze(load_session(EXAMPLE))
+    assert calls == [True]
+    assert got.model_dump_json() == analysis.model_dump_json()
+
+
+def test_an_interrupt_stops_the_summaries_not_started(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sessionlens import analysis as A
+
+    started: list[str] = []
+
+    def interrupted(points, metric, alpha):  # type: ignore[no-untyped-def]
+        started.append(metric)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(A, "_PARALLEL_FROM", 0)
+    monkeypatch.setattr(A, "_summary", interrupted)
+    session = load_session(EXAMPLE)
+    with pytest.raises(KeyboardInterrupt):
+        analyze(session)
+    n_keys = len(set(zip(session.columns.config, session.columns.metric, strict=True)))
+    assert n_keys > 4
+    assert len(started) <= 3  # the one interrupted, and what the other thread had begun

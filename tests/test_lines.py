@@ -136,7 +136,8 @@ def test_chunks_of_a_plain_file_end_at_line_ends(tmp_path: Path) -> None:
 
     rng = random.Random(7)
     lines = [b"y" * rng.randrange(0, 3000) for _ in range(2000)]
-    lines[900] = b"z" * (200 << 10)  # longer than `_ALIGN`: no newline near a piece's end
+    # longer than a piece and `_ALIGN`: some piece has no newline in its last `_ALIGN` bytes
+    lines[900] = b"z" * (400 << 10)
     data = b"\n".join(lines) + b"\ncut last li"
     p = tmp_path / "big.log"
     p.write_bytes(data)
@@ -154,6 +155,14 @@ def test_chunks_of_a_plain_file_end_at_line_ends(tmp_path: Path) -> None:
     assert last.text == "cut last li"
     assert b"".join(c.data for c in chunks) + b"cut last li" == data
     assert src.sha256 == hashlib.sha256(data).hexdigest()
+    # each chunk is one piece read (it ends at a line's end, within `_ALIGN` of the size),
+    # except around the long line: the lines before it in the piece where it starts, then
+    # it and the lines after it, joined across pieces
+    at = next(i for i, c in enumerate(chunks) if b"z" in c.data)
+    assert b"z" not in b"".join(c.data for c in chunks[at + 1 :])
+    assert len(chunks[at].data) > size
+    for c in chunks[: at - 1] + chunks[at + 1 : -1]:
+        assert size - _lines._ALIGN < len(c.data) <= size
     assert src.n_lines == len(lines) + 1
     assert [c.first for c in chunks] == [
         1 + sum(c.data.count(b"\n") for c in chunks[:i]) for i in range(len(chunks))

@@ -1410,9 +1410,10 @@ class _ChunkRun:
     def _tag_ids(
         self, codes: npt.NDArray[np.uint32], text: pl.Series, lay: _Layout
     ) -> npt.NDArray[np.int32]:
-        """Indices into `self.tags` of rows whose rank tags have categorical codes `codes`
-        (`text` their lines): one line of each code is sliced. The codes of a log's few
-        tags lie close together, so a lookup table replaces a sort of every row's code."""
+        """Indices into `self.tags` of rows (at least one) whose rank tags have categorical
+        codes `codes` (`text` their lines): one line of each code is sliced. The codes of a
+        log's few tags lie close together, so a lookup table replaces a sort of every row's
+        code."""
         import numpy as np
 
         rel = codes.astype(np.int64) - int(codes.min())

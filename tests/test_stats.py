@@ -441,6 +441,20 @@ def test_exact_sum_in_integers_is_fsum_bit_for_bit(
     assert math.copysign(1.0, got) == math.copysign(1.0, want)
 
 
+@pytest.mark.parametrize(("block", "flush"), [(7, 35), (1000, 2500)])
+def test_exact_sum_over_blocks_and_flushes(
+    block: int, flush: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Values are read a block at a time and the float buckets go to integers every `flush`
+    values (2**25 in use: more values than a test holds); a flush need not be whole blocks."""
+    monkeypatch.setattr(stats, "_XSUM_BLOCK", block)
+    monkeypatch.setattr(stats, "_XSUM_FLUSH", flush)
+    rng = np.random.default_rng(block)
+    x = rng.normal(size=10_007) * 10.0 ** rng.integers(-30, 30, 10_007)
+    for view in (x, x[::3], x[::-2]):  # strided views too
+        assert stats._fsum_array(view) == math.fsum(view.tolist())
+
+
 def test_exact_sum_leaves_what_fsum_could_overflow_on_to_fsum() -> None:
     x = np.array([1e308, 1e308, -1e308])  # fsum's partials overflow: it raises, so do we
     with pytest.raises(OverflowError):

@@ -182,9 +182,9 @@ class PointList(Sequence[Point]):
     def __init__(
         self,
         values: npt.NDArray[np.float64],
-        sources: npt.NDArray[np.int64],
+        sources: npt.NDArray[np.integer[Any]],
         names: list[str],
-        lines: npt.NDArray[np.int64],
+        lines: npt.NDArray[np.integer[Any]],
         runs: list[int | None] | None,
         blocks: list[int | None] | None,
     ) -> None:
@@ -413,7 +413,7 @@ class _Gathered:
     def __init__(self) -> None:
         self.values: list[npt.NDArray[np.float64]] = []
         self.lines: list[npt.NDArray[np.int64]] = []
-        self.sources: list[npt.NDArray[np.int64]] = []
+        self.sources: list[npt.NDArray[np.int32]] = []
         self.names: list[str] = []
         self.index: dict[str, int] = {}
         self.runs: list[int | None] = []
@@ -431,7 +431,7 @@ class _Gathered:
             src = src.cast(pl.Categorical)
         uniq = src.unique(maintain_order=True)
         phys = uniq.to_physical().to_numpy().astype(np.int64)
-        mine = np.empty(len(phys), np.int64)
+        mine = np.empty(len(phys), np.int32)
         for k, name in enumerate(uniq.cast(pl.String).to_list()):
             self.index.setdefault(name, len(self.names))
             if len(self.names) < len(self.index):
@@ -439,7 +439,7 @@ class _Gathered:
             mine[k] = self.index[name]
         codes = src.to_physical().to_numpy()
         if len(phys) == 1:  # one source (most parts): no index array of the part's length
-            self.sources.append(np.full(len(codes), mine[0], np.int64))
+            self.sources.append(np.full(len(codes), mine[0], np.int32))
         else:
             order = np.argsort(phys)
             self.sources.append(mine[order][np.searchsorted(phys[order], codes)])
@@ -462,11 +462,14 @@ class _Gathered:
         def joined(arrays: list[Any]) -> Any:
             return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
+        lines = joined(self.lines)
+        if len(lines) and lines.min() >= 0 and lines.max() < 1 << 32:
+            lines = lines.astype(np.uint32)  # held in half the bytes (they stay ints)
         return PointList(
             joined(self.values),
             joined(self.sources),
             self.names,
-            joined(self.lines),
+            lines,
             self.runs if self.any_run else None,
             self.blocks if self.any_block else None,
         )

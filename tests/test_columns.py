@@ -205,6 +205,33 @@ def test_values_read_key_by_key_are_those_read_at_once(monkeypatch: pytest.Monke
     assert analyze(session) == whole
 
 
+@pytest.mark.parametrize("join", [1, 1000])
+def test_key_by_key_reads_of_parts_with_and_without_runs_and_blocks(
+    monkeypatch: pytest.MonkeyPatch, join: int
+) -> None:
+    """A key's points read part by part (parts of several sources, some with runs or
+    blocks, some with neither) are those of the table, in order, runs and blocks too."""
+    monkeypatch.setattr(model, "_JOIN_ROWS", join)
+    rows = _samples(60)
+    bare = [Sample(s.metric, s.value, s.line, None, None, "TP0", s.ts) for s in rows]
+    ran = [Sample(s.metric, s.value, s.line, s.block, 7, s.rank, s.ts) for s in rows[40:60]]
+    cols = SampleColumns()
+    cols.add_batch("c1", "a.log", _batch(bare[:10]))  # no block, no run column
+    cols.add_batch("c1", "b.log", _batch(rows[10:30]))  # blocks
+    cols.add_batch("c1", "a.log", _batch(bare[30:40]))
+    cols.add_batch("c1", "b.log", _batch(ran))  # runs
+    by_key = group._ByKey(cols, frozenset())
+    frame = cols.frame()
+    for config, metric in by_key:
+        want = frame.filter((pl.col("config") == config) & (pl.col("metric") == metric))
+        got = list(by_key[(config, metric)])
+        assert [(p.value, p.source, p.line, p.run, p.block) for p in got] == list(
+            want.select("value", "source", "line", "run", "block").iter_rows()
+        )
+    assert any(p.block is not None for p in by_key[("c1", "running_req")])
+    assert any(p.run == 7 for p in by_key[("c1", "running_req")])
+
+
 # ---------------------------------------------------------------------- progress
 
 

@@ -375,14 +375,10 @@ class _ByKey(Mapping[tuple[str, str], PointList]):
                 raise KeyError(key)
             config, metric = key
             rows = (pl.col("config") == config) & (pl.col("metric") == metric)
-            parts = [
-                p
-                for p in pl.collect_all([lf.filter(rows).select(_POINT) for lf in self._parts])
-                if p.height
-            ]
-            gathered = _Gathered()
-            if parts:
-                gathered.add(pl.concat(parts, how="diagonal_relaxed"))
+            gathered = _Gathered()  # part by part: the key's rows are not copied into one frame
+            for part in pl.collect_all([lf.filter(rows).select(_POINT) for lf in self._parts]):
+                if part.height:
+                    gathered.add(part)
             got = gathered.points()
         with self._lock:  # keys may be asked for from two threads (`analysis._summaries`)
             for k in [k for k in self._kept if k != key and k[1] not in self._keep]:

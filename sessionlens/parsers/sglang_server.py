@@ -871,6 +871,7 @@ _MAX_LAYOUTS = 32
 _MAX_FEEDS = 256  # batch lines `feed` takes in a chunk before the rest of it goes there too
 _AHEAD = 2  # chunks prepared at once on worker threads while the main thread walks one
 _LEARN_PER_CHUNK = 8  # unread batch lines a chunk's preparation tries to learn from
+_CODE_TABLE = 1 << 16  # (kind, layout, rank tags) codes numbered by a lookup table up to this
 _WINDOW = 8192  # batch rows decided at once at first; the window grows while all goes well
 
 # Every line `Reader.feed` acts on, other than batch and access lines, holds one of these
@@ -1575,7 +1576,17 @@ class _ChunkRun:
         # one code per (kind, layout, rank tags): the TP-rank rule decides per code
         code = (self.b_dec[pos].astype(np.int64) * len(layouts) + self.b_layout[pos]) * n_tags
         code += self.b_tags[pos]
-        combos, inverse = np.unique(code, return_inverse=True)
+        span = 2 * len(layouts) * n_tags
+        if span <= _CODE_TABLE:
+            # the codes are few and small: a lookup table numbers them (no sort of the rows)
+            present = np.zeros(span, np.bool_)
+            present[code] = True
+            combos = np.flatnonzero(present)
+            lut = np.empty(span, np.int64)
+            lut[combos] = np.arange(len(combos))
+            inverse = lut[code]
+        else:
+            combos, inverse = np.unique(code, return_inverse=True)
         decided = np.empty(len(combos), np.int8)
         slots: dict[int, _Slot] = {}
         taken: dict[tuple[str, str], str] = {}  # slot -> the rank emitting in this window
@@ -1765,7 +1776,10 @@ class _ChunkRun:
         at = self.ahead_at[pos]
         have = at >= 0
         if have.all():
-            return self.ahead[li][1][at]
+            ahead = self.ahead[li][1]
+            if len(at) == ahead.height and (at == np.arange(len(at))).all():
+                return ahead  # all the rows read ahead, in order (the read-ahead's samples)
+            return ahead[at]
         fresh = self._extract(pos[~have])[li][1]
         if not have.any():
             return fresh

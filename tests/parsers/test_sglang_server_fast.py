@@ -276,6 +276,20 @@ def test_generated_logs_read_the_same(
     assert Bulk.rows > 0
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_segment_codes_by_sort_read_the_same(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A window's (kind, layout, rank tags) codes are numbered by a lookup table when few,
+    by a sort otherwise: the sort path (forced here) reads as the line path does too."""
+    monkeypatch.setattr(S, "_CODE_TABLE", 0)
+    path = tmp_path / f"gen-{seed}.log"
+    path.write_bytes(generated_log(seed))
+    for chunk in (700, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+    assert Bulk.rows > 0
+
+
 def test_a_mid_file_layout_change_is_learned_not_read_line_by_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

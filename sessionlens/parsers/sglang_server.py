@@ -866,7 +866,7 @@ def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
 
 FAST = True  # tests switch it off to compare with the line-by-line path
 FAST_MIN_BYTES = 512 << 10  # smaller files are read line by line (polars is not imported)
-FAST_CHUNK = 8 << 20
+FAST_CHUNK = 12 << 20
 _MAX_LAYOUTS = 32
 _MAX_FEEDS = 256  # batch lines `feed` takes in a chunk before the rest of it goes there too
 _AHEAD = 2  # chunks prepared at once on worker threads while the main thread walks one

@@ -293,8 +293,9 @@ def _summaries(
     values: group.Values, alpha: float, big: bool
 ) -> dict[tuple[str, str], MetricSummary]:
     """The summary of every (config, metric). A big session's are made two at a time:
-    while one is summed (Python, holding the GIL), the next one's values are read (polars)
-    and ordered (numpy), which let go of it. The values of two keys at most are in flight."""
+    while one is summed (Python, holding the GIL), the next one's values are read (polars,
+    one key at a time: `group._ByKey`) and ordered (numpy), which let go of it. The values
+    of two keys at most are in flight."""
     keys = list(values)
     if not big:
         return {key: _summary(values[key], key[1], alpha) for key in keys}

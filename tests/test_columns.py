@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -203,6 +204,56 @@ def test_values_read_key_by_key_are_those_read_at_once(monkeypatch: pytest.Monke
         assert list(got) == list(pts)  # runs and blocks too
     assert by_key[("eagle3-decode", "accept_len")] is by_key[("eagle3-decode", "accept_len")]
     assert analyze(session) == whole
+
+
+def test_keys_asked_from_two_threads_are_read_one_at_a_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`analysis._summaries` asks for keys from two threads: their polars reads never run
+    at once (each already uses every polars thread; two held twice the buffers), and
+    each thread gets its own key's points."""
+    import threading
+    import time
+
+    session = load_session(EXAMPLE)
+    at_once = group.values_by_config(session)
+    assert isinstance(at_once, dict)
+    monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+    by_key = group.values_by_config(session)
+    assert isinstance(by_key, group._ByKey)
+    real = pl.collect_all
+    reading = [0]
+    most = [0]
+    guard = threading.Lock()
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        with guard:
+            reading[0] += 1
+            most[0] = max(most[0], reading[0])
+        time.sleep(0.01)  # long enough for the other thread to come in, were it let
+        try:
+            return real(*args, **kwargs)
+        finally:
+            with guard:
+                reading[0] -= 1
+
+    monkeypatch.setattr(pl, "collect_all", counting)
+    keys = list(at_once)
+    got: dict[tuple[str, str], Any] = {}
+
+    def ask(mine: list[tuple[str, str]]) -> None:
+        for key in mine:
+            got[key] = by_key[key]
+
+    threads = [threading.Thread(target=ask, args=(keys[i::2],)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert most[0] == 1
+    assert len(keys) >= 4
+    for key, pts in at_once.items():
+        assert (got[key].values, got[key].lines) == (pts.values, pts.lines)
 
 
 @pytest.mark.parametrize("join", [1, 1000])

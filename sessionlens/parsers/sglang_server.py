@@ -9,6 +9,7 @@ from __future__ import annotations
 import itertools
 import re
 import threading
+from bisect import bisect_left
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -1298,7 +1299,9 @@ class _ChunkRun:
             )
         )
         rare = found["rare"].to_numpy()
-        self.http_rows = other[~rare & found["http"].to_numpy()]
+        # lists, looked up with `bisect` on the walk: numpy's searchsorted lets go of the
+        # GIL, and taking it back while the preparing threads hold it costs ~20 µs a call
+        self.http_rows = other[~rare & found["http"].to_numpy()].tolist()
         self.rare_rows = other[rare]
         self.b_row = np.flatnonzero(batch)
         self.b_dec = dec[self.b_row]
@@ -1444,7 +1447,7 @@ class _ChunkRun:
 
         read = self.b_layout >= 0
         self.unread = set(self.b_row[~read].tolist())
-        self.feed_rows = np.union1d(self.rare_rows, self.b_row[~read])
+        self.feed_rows = np.union1d(self.rare_rows, self.b_row[~read]).tolist()
         self.m_pos = np.flatnonzero(read)  # positions in the batch arrays
         self.m_row = self.b_row[self.m_pos]
 
@@ -1452,7 +1455,6 @@ class _ChunkRun:
 
     def run(self) -> Iterator[Record]:
         """Records of the chunk's lines; its samples go to the sink at the end."""
-        import numpy as np
 
         n = self.n
         i = 0
@@ -1476,8 +1478,8 @@ class _ChunkRun:
                 yield from self._feed(i)
                 i += 1
                 continue
-            k = int(np.searchsorted(self.feed_rows, i))
-            j = int(self.feed_rows[k]) if k < len(self.feed_rows) else n
+            k = bisect_left(self.feed_rows, i)
+            j = self.feed_rows[k] if k < len(self.feed_rows) else n
             if seg is None:
                 seg = self._segment(i)
             end = min(j, seg.stop)
@@ -1506,10 +1508,9 @@ class _ChunkRun:
         return self.r._tb is None and self.r.phase.idle
 
     def _fed_row(self, row: int) -> bool:
-        import numpy as np
 
-        k = int(np.searchsorted(self.feed_rows, row))
-        return k < len(self.feed_rows) and int(self.feed_rows[k]) == row
+        k = bisect_left(self.feed_rows, row)
+        return k < len(self.feed_rows) and self.feed_rows[k] == row
 
     def _close_phase(self, row: int) -> Iterator[Record]:
         """What `Reader._feed_own` does first with a line that is not a phase line (none of
@@ -1536,9 +1537,8 @@ class _ChunkRun:
         return "batch" in text or "server_args=" in text
 
     def _count_http(self, i: int, end: int) -> None:
-        import numpy as np
 
-        n = int(np.searchsorted(self.http_rows, end)) - int(np.searchsorted(self.http_rows, i))
+        n = bisect_left(self.http_rows, end) - bisect_left(self.http_rows, i)
         if n:
             self.r.ctx.count("http-access", n)
 

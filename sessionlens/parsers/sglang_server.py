@@ -1455,7 +1455,6 @@ class _ChunkRun:
 
     def run(self) -> Iterator[Record]:
         """Records of the chunk's lines; its samples go to the sink at the end."""
-
         n = self.n
         i = 0
         seg: _Segment | None = None
@@ -1508,7 +1507,6 @@ class _ChunkRun:
         return self.r._tb is None and self.r.phase.idle
 
     def _fed_row(self, row: int) -> bool:
-
         k = bisect_left(self.feed_rows, row)
         return k < len(self.feed_rows) and self.feed_rows[k] == row
 
@@ -1537,7 +1535,6 @@ class _ChunkRun:
         return "batch" in text or "server_args=" in text
 
     def _count_http(self, i: int, end: int) -> None:
-
         n = bisect_left(self.http_rows, end) - bisect_left(self.http_rows, i)
         if n:
             self.r.ctx.count("http-access", n)
@@ -1572,11 +1569,14 @@ class _ChunkRun:
         stop = int(self.m_row[c]) if c < len(self.m_row) else self.n
         pos = self.m_pos[a:c]
         layouts = self.f.layouts
+        # counted once: a preparing thread may learn a layout meanwhile (codes made with one
+        # count and read back with another would name the wrong layout)
+        n_layouts = len(layouts)
         n_tags = max(len(self.tags), 1)
         # one code per (kind, layout, rank tags): the TP-rank rule decides per code
-        code = (self.b_dec[pos].astype(np.int64) * len(layouts) + self.b_layout[pos]) * n_tags
+        code = (self.b_dec[pos].astype(np.int64) * n_layouts + self.b_layout[pos]) * n_tags
         code += self.b_tags[pos]
-        span = 2 * len(layouts) * n_tags
+        span = 2 * n_layouts * n_tags
         if span <= _CODE_TABLE:
             # the codes are few and small: a lookup table numbers them (no sort of the rows)
             present = np.zeros(span, np.bool_)
@@ -1594,7 +1594,7 @@ class _ChunkRun:
         np.minimum.at(first_at, inverse, np.arange(len(pos)))
         for ci in np.argsort(first_at).tolist():
             rest, tag = divmod(int(combos[ci]), n_tags)
-            is_dec, li = divmod(rest, len(layouts))
+            is_dec, li = divmod(rest, n_layouts)
             decided[ci], slot = self._decide(bool(is_dec), layouts[li], self.tags[tag], taken)
             if slot is not None:
                 slots[ci] = slot

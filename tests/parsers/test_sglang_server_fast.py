@@ -290,6 +290,55 @@ def test_segment_codes_by_sort_read_the_same(
     assert Bulk.rows > 0
 
 
+def test_a_layout_learned_while_a_window_is_decided(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A preparing thread may learn a layout while the walk decides a window of rows
+    (`_segment`): each (kind, layout, rank tags) the TP-rank rule is asked about is one of
+    the window's rows' (the codes are read back with the count of layouts they were made
+    with), and the rows are read as the line path reads them."""
+    path = tmp_path / "gen.log"
+    path.write_bytes(generated_log(1))
+    values = {"r": 4, "tok": 9, "u": 0.5, "a": 2.5, "ar": 0.5, "g": 12.5, "q": 0}
+    extra = iter(
+        [f"node{k}: [2030-01-01 00:00:00 TP0] " + D_OLD.format(**values) for k in range(24)]
+    )
+    real_decide, real_segment = S._ChunkRun._decide, S._ChunkRun._segment
+    window: set[tuple[bool, str, str]] = set()
+    asked: list[tuple[bool, str, str]] = []
+
+    def segment(self: Any, i: int) -> Any:
+        import numpy as np
+
+        a = int(np.searchsorted(self.m_row, i))
+        pos = self.m_pos[a : a + self.window]
+        layouts = self.f.layouts
+        window.clear()
+        window.update(
+            (bool(self.b_dec[p]), layouts[self.b_layout[p]].pattern, self.tags[self.b_tags[p]])
+            for p in pos.tolist()
+        )
+        got = real_segment(self, i)
+        assert set(asked) <= window
+        asked.clear()
+        return got
+
+    def deciding(self: Any, is_dec: bool, layout: Any, tags: str, taken: Any) -> Any:
+        asked.append((is_dec, layout.pattern, tags))
+        line = next(extra, None)
+        if line is not None:
+            learned = S._learn(line)
+            assert learned is not None
+            self.f._keep(learned)  # as a preparing thread's `learn` does, meanwhile
+        return real_decide(self, is_dec, layout, tags, taken)
+
+    monkeypatch.setattr(S._ChunkRun, "_segment", segment)
+    monkeypatch.setattr(S._ChunkRun, "_decide", deciding)
+    assert_same(path, monkeypatch, 1 << 20)
+    assert next(extra, None) is None  # every extra layout was learned mid-window
+    assert Bulk.rows > 0
+
+
 def test_a_mid_file_layout_change_is_learned_not_read_line_by_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .._lines import Chunk, Line, SourceText, clean
 from .._literal import parse_server_args
@@ -872,7 +872,7 @@ _MAX_LAYOUTS = 32
 _MAX_FEEDS = 256  # batch lines `feed` takes in a chunk before the rest of it goes there too
 _AHEAD = 2  # chunks prepared at once on worker threads while the main thread walks one
 _LEARN_PER_CHUNK = 8  # unread batch lines a chunk's preparation tries to learn from
-_CODE_TABLE = 1 << 16  # (kind, layout, rank tags) codes numbered by a lookup table up to this
+_CODE_TABLE = 1 << 16  # codes spanning up to this many values are numbered by a lookup table
 _WINDOW = 8192  # batch rows decided at once at first; the window grows while all goes well
 
 # Every line `Reader.feed` acts on, other than batch and access lines, holds one of these
@@ -1415,23 +1415,12 @@ class _ChunkRun:
         self, codes: npt.NDArray[np.uint32], text: pl.Series, lay: _Layout
     ) -> npt.NDArray[np.int32]:
         """Indices into `self.tags` of rows (at least one) whose rank tags have categorical
-        codes `codes` (`text` their lines): one line of each code is sliced. The codes of a
-        log's few tags lie close together, so a lookup table replaces a sort of every row's
-        code."""
+        codes `codes` (`text` their lines): one line of each code is sliced."""
         import numpy as np
 
-        rel = codes.astype(np.int64) - int(codes.min())
-        span = int(rel.max()) + 1
-        if span > 1 << 16:  # far apart (codes are global to the process): sort them
-            uniq, first, inverse = np.unique(rel, return_index=True, return_inverse=True)
-        else:
-            seen = np.full(span, -1, np.int64)
-            seen[rel] = np.arange(len(rel))  # a row of each code (which one does not matter)
-            uniq = np.flatnonzero(seen >= 0)
-            first = seen[uniq]
-            lut = np.empty(span, np.int64)
-            lut[uniq] = np.arange(len(uniq))
-            inverse = lut[rel]
+        uniq, inverse = _numbered(codes)
+        first = np.empty(len(uniq), np.int64)
+        first[inverse] = np.arange(len(inverse))  # a row of each code (which one does not matter)
         local = np.empty(len(uniq), np.int32)
         for k, line in enumerate(text.gather(first).to_list()):
             tag = line[lay.tags_at : lay.tags_at + lay.tags_len]
@@ -1576,17 +1565,7 @@ class _ChunkRun:
         # one code per (kind, layout, rank tags): the TP-rank rule decides per code
         code = (self.b_dec[pos].astype(np.int64) * n_layouts + self.b_layout[pos]) * n_tags
         code += self.b_tags[pos]
-        span = 2 * n_layouts * n_tags
-        if span <= _CODE_TABLE:
-            # the codes are few and small: a lookup table numbers them (no sort of the rows)
-            present = np.zeros(span, np.bool_)
-            present[code] = True
-            combos = np.flatnonzero(present)
-            lut = np.empty(span, np.int64)
-            lut[combos] = np.arange(len(combos))
-            inverse = lut[code]
-        else:
-            combos, inverse = np.unique(code, return_inverse=True)
+        combos, inverse = _numbered(code)
         decided = np.empty(len(combos), np.int8)
         slots: dict[int, _Slot] = {}
         taken: dict[tuple[str, str], str] = {}  # slot -> the rank emitting in this window
@@ -1942,6 +1921,33 @@ def _value(groups: tuple[int, ...], how: str, usage_how: tuple[str, ...]) -> pl.
     if how == "max":
         return pl.max_horizontal([one(gr, h) for gr, h in zip(groups, usage_how, strict=True)])
     return one(groups[0], how)
+
+
+def _numbered(
+    codes: npt.NDArray[np.integer[Any]],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The distinct values of integer codes, ascending, and each code's place among them
+    (what `np.unique(codes, return_inverse=True)` gives): by a lookup table when they span
+    at most `_CODE_TABLE` values (a log's few rank tags lie close together, a window holds
+    few kinds, layouts and tags), by a sort otherwise (categorical codes are global to the
+    process and may lie far apart)."""
+    import numpy as np
+
+    if len(codes) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    low = int(codes.min())
+    rel = codes.astype(np.int64) - low
+    span = int(rel.max()) + 1
+    if span > _CODE_TABLE:
+        uniq, inverse = np.unique(rel, return_inverse=True)
+    else:
+        present = np.zeros(span, np.bool_)
+        present[rel] = True
+        uniq = np.flatnonzero(present)
+        lut = np.empty(span, np.int64)
+        lut[uniq] = np.arange(len(uniq))
+        inverse = lut[rel]
+    return uniq + low, inverse
 
 
 def _key_of(nums: dict[str, int]) -> tuple[int, ...]:

@@ -280,8 +280,9 @@ def test_generated_logs_read_the_same(
 def test_segment_codes_by_sort_read_the_same(
     seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A window's (kind, layout, rank tags) codes are numbered by a lookup table when few,
-    by a sort otherwise: the sort path (forced here) reads as the line path does too."""
+    """A window's (kind, layout, rank tags) codes and the rank tags' categorical codes are
+    numbered by a lookup table when they span few values, by a sort otherwise: the sort
+    path (forced here for both) reads as the line path does too."""
     monkeypatch.setattr(S, "_CODE_TABLE", 0)
     path = tmp_path / f"gen-{seed}.log"
     path.write_bytes(generated_log(seed))

@@ -12,6 +12,8 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from . import stats
+
 __all__ = [
     "Economics",
     "accept_len_for",
@@ -132,7 +134,7 @@ def estimate_cycle_ms_mean(intervals: Iterable[tuple[float, float, float]]) -> f
     "per interval": idle intervals (R = 0) then weigh nothing instead of biasing the ratio.
     """
     found = [c for c in (estimate_cycle_ms(*row) for row in intervals) if c is not None]
-    return math.fsum(found) / len(found) if found else None
+    return stats.fmean(found) if found else None
 
 
 @dataclass(frozen=True, slots=True)

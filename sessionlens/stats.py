@@ -26,6 +26,7 @@ __all__ = [
     "Outliers",
     "Summary",
     "compare",
+    "fmean",
     "holm",
     "mannwhitney_min_p",
     "min_samples",
@@ -153,10 +154,27 @@ def _finite_array(values: Values) -> tuple[npt.NDArray[np.int64], npt.NDArray[np
     return idx, arr[idx], True
 
 
-def _mean(xs: Values) -> float:
-    if not isinstance(xs, Sequence):
-        return _fsum_array(xs) / len(xs)
-    return math.fsum(xs) / len(xs)
+def fmean(xs: Values) -> float:
+    """The mean of finite values, `math.fsum(xs) / len(xs)`, also where the sum is beyond
+    float range (values near 1e308: fsum raises)."""
+    try:
+        return _fsum(xs) / len(xs)
+    except OverflowError:  # a sum beyond float range: values near 1e308
+        return _fsum(_scaled(xs, _DOWN)) / len(xs) / _DOWN
+
+
+# Values times this sum far inside float range (bit for bit their sum times it, unless one
+# is below 2**-422, far under the ulp of a sum that overflowed unscaled).
+_DOWN = 2.0**-600
+
+
+def _fsum(xs: Values) -> float:
+    """`math.fsum` of a list or of an array (which `_fsum_array` sums exactly the same)."""
+    return math.fsum(xs) if isinstance(xs, Sequence) else _fsum_array(xs)
+
+
+def _scaled(xs: Values, k: float) -> Values:
+    return [x * k for x in xs] if isinstance(xs, Sequence) else xs * k
 
 
 _FSUM_PIECE = 1 << 16
@@ -212,24 +230,42 @@ def _fsum_floats(xs: npt.NDArray[np.float64]) -> float:
 
 
 def _var(xs: Values, mean: float) -> float:
-    if not isinstance(xs, Sequence):
-        return _var_array(xs, mean)
     # Two-pass sum of squares with fsum: exact enough for millions of interval samples,
     # and far cheaper than statistics.variance's Fractions. `d * d`, not `d ** 2`: the
     # product is correctly rounded (C's pow is not always), and numpy computes the same.
-    return math.fsum((x - mean) * (x - mean) for x in xs) / (len(xs) - 1)
+    try:
+        return _fsum(_squares(xs, mean, 1.0)) / (len(xs) - 1)
+    except OverflowError:  # a sum of squares beyond float range: the variance may be inf
+        return _fsum(_squares(xs, mean, _DOWN_HALF)) / (len(xs) - 1) / _DOWN
 
 
-def _var_array(xs: npt.NDArray[np.float64], mean: float) -> float:
-    d = xs - mean
-    d *= d
-    return _fsum_array(d) / (len(xs) - 1)
+_DOWN_HALF = 2.0**-300  # squared: _DOWN
+
+
+def _squares(xs: Values, mean: float, k: float) -> Values:
+    """Each value's squared distance from the mean, of the distances times `k`."""
+    if isinstance(xs, Sequence):
+        return [((x - mean) * k) * ((x - mean) * k) for x in xs]
+    import numpy as np
+
+    with np.errstate(over="ignore"):  # an inf, as Python's floats give it, not a warning
+        d = xs - mean
+        if k != 1.0:
+            d *= k
+        d *= d
+    return d
 
 
 def _median(xs: Sequence[float]) -> float:
     s = sorted(xs)
     mid = len(s) // 2
-    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+    return s[mid] if len(s) % 2 else _midpoint(s[mid - 1], s[mid])
+
+
+def _midpoint(a: float, b: float) -> float:
+    """(a + b) / 2, as `statistics.median` takes it; halved first when the sum overflows."""
+    m = (a + b) / 2
+    return a / 2 + b / 2 if math.isinf(m) else m
 
 
 def _t_ppf(q: float, df: float) -> float:
@@ -284,10 +320,11 @@ def _outliers_array(idx: npt.NDArray[np.int64], xs: npt.NDArray[np.float64]) -> 
     if len(xs) == 0:
         return Outliers((), None, None)
     med = _median_array(xs)
-    mad = _median_array(np.abs(xs - med))
-    if mad == 0:
-        return Outliers((), med, mad)
-    hit = np.abs(_MZ_FACTOR * (xs - med) / mad) > _MZ_THRESHOLD
+    with np.errstate(over="ignore", invalid="ignore"):  # inf and nan as the list path's
+        mad = _median_array(np.abs(xs - med))
+        if mad == 0:
+            return Outliers((), med, mad)
+        hit = np.abs(_MZ_FACTOR * (xs - med) / mad) > _MZ_THRESHOLD
     return Outliers(tuple(idx[hit].tolist()), med, mad)
 
 
@@ -301,7 +338,7 @@ def _median_array(xs: npt.NDArray[np.float64]) -> float:
     if n % 2:
         return float(np.partition(xs, mid)[mid])
     part = np.partition(xs, [mid - 1, mid])
-    return (float(part[mid - 1]) + float(part[mid])) / 2
+    return _midpoint(float(part[mid - 1]), float(part[mid]))
 
 
 def summarize(values: Values, alpha: float = 0.05) -> Summary:
@@ -318,8 +355,8 @@ def summarize(values: Values, alpha: float = 0.05) -> Summary:
         n = len(arr)
         if n == 0:
             return _summary(0, 0.0, 0.0, None, dropped, alpha, None)
-        mean = _mean(arr)
-        var = _var_array(arr, mean) if n >= 2 else None
+        mean = fmean(arr)
+        var = _var(arr, mean) if n >= 2 else None
         out = _outliers_array(idx_a, arr)
         assert out.median is not None  # n > 0; for mypy
         lo, hi = float(arr.min()), float(arr.max())
@@ -328,7 +365,7 @@ def summarize(values: Values, alpha: float = 0.05) -> Summary:
     n = len(xs)
     if n == 0:
         return _summary(0, 0.0, 0.0, None, dropped, alpha, None)
-    mean = _mean(xs)
+    mean = fmean(xs)
     var_l = _var(xs, mean) if n >= 2 else None
     return _summary(n, mean, _median(xs), var_l, dropped, alpha, outliers(values), min(xs), max(xs))
 
@@ -557,8 +594,8 @@ def compare(a: Values, b: Values, alpha: float = 0.05) -> Comparison:
     if min(n_a, n_b) < need:
         warnings.append(W_FEW)
 
-    mean_a = _mean(xa) if n_a else None
-    mean_b = _mean(xb) if n_b else None
+    mean_a = fmean(xa) if n_a else None
+    mean_b = fmean(xb) if n_b else None
     var_a = _var(xa, mean_a) if mean_a is not None and n_a >= 2 else None
     var_b = _var(xb, mean_b) if mean_b is not None and n_b >= 2 else None
     diff = mean_b - mean_a if mean_a is not None and mean_b is not None else None

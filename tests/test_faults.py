@@ -333,6 +333,31 @@ def test_binary_files_are_unknown_not_fatal(
     )
 
 
+def test_values_near_the_float_limit_are_reported_not_a_traceback(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A log printing absurd values (309 digits of throughput, a running count near 1e308)
+    is reported like any: sums beyond float range do not end the run."""
+    huge = "9" * 308 + ".00"
+    for config in ("base", "cand"):
+        folder = tmp_path / "s" / config
+        folder.mkdir(parents=True)
+        (folder / "server.log").write_text(
+            "".join(
+                f"[2025-11-14 09:00:0{s} TP0] Decode batch, #running-req: {huge[:-3]}, "
+                f"#token: 100, token usage: 0.01, accept len: 2.00, "
+                f"gen throughput (token/s): {huge}, #queue-req: 0, \n"
+                for s in range(1, 4)
+            )
+        )
+    for fmt in ("md", "json"):
+        code, out, err = run(capsys, "report", str(tmp_path / "s"), "--format", fmt)
+        assert code == 0, err
+        assert "Traceback" not in err
+        assert "Warning" not in err  # no numpy RuntimeWarning either
+        assert "gen_throughput_tok_s" in out
+
+
 # ---------------------------------------------------------------- where --out points
 
 

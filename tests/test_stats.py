@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import statistics
 import subprocess
 import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -542,3 +545,55 @@ def test_a_report_never_imports_scipy_stats():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def _exact_mean(xs: list[float]) -> float:
+    from fractions import Fraction
+
+    return float(sum(Fraction(x) for x in xs) / len(xs))
+
+
+@pytest.mark.parametrize("n", [3, 2049])  # the list path and the array path
+def test_values_near_the_float_limit_are_summarised_not_raised_on(n: int) -> None:
+    """A log may print absurd values (a counter gone wild, digits glued together): sums
+    beyond float range (math.fsum raises) give the mean and median of the values, a sum of
+    squares beyond it an infinite spread; never an exception, never a numpy warning."""
+    rng = np.random.default_rng(n)
+    xs = rng.uniform(1.0e308, 1.7e308, n).tolist()
+    with _no_warnings():
+        s = summarize(xs)
+        same = summarize([1.5e308] * n)
+        spread = summarize([1.7e308, -1.7e308] * (n // 2) + [0.0])
+    assert s.mean == pytest.approx(_exact_mean(xs), rel=1e-15)
+    assert s.min <= s.mean <= s.max
+    assert math.isfinite(s.median)
+    assert same.mean == same.median == 1.5e308
+    assert same.stdev == 0.0
+    assert spread.median == 0.0
+    assert spread.stdev == math.inf
+    assert math.isfinite(spread.mean)
+    with _no_warnings():
+        c = compare(xs, [x / 2 for x in xs])
+    assert c.change == pytest.approx(-0.5, rel=1e-12)
+
+
+def test_an_overflowing_sum_gives_the_mean_within_an_ulp_and_the_exact_midpoint() -> None:
+    """Scaled by a power of two, values near the limit sum as exactly as any (fsum rounds
+    once, the division by n once more); a median's midpoint is halved before it is summed
+    when the sum would overflow."""
+    from fractions import Fraction
+
+    xs = [1.7e308, 1.7e308, 1.0e308, 3.0]
+    assert summarize(xs).mean == pytest.approx(_exact_mean(xs), rel=2.0**-52)
+    assert summarize(np.array(xs * 600)).mean == pytest.approx(_exact_mean(xs), rel=2.0**-52)
+    a, b = 1.7e308, 1.6e308
+    assert stats._midpoint(a, b) == float((Fraction(a) + Fraction(b)) / 2)  # (a + b) / 2: inf
+    assert summarize([a, b]).median == stats._midpoint(a, b)
+    assert stats._midpoint(1.0, 2.0) == 1.5
+
+
+@contextlib.contextmanager
+def _no_warnings() -> Iterator[None]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield

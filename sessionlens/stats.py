@@ -571,6 +571,22 @@ def _mwu_asymptotic_p(b: Values, a: Values) -> float:
     return 2 * float(special.ndtr(-z))
 
 
+def _welch_df(sa: float, sb: float, n_a: int, n_b: int) -> float | None:
+    """Welch–Satterthwaite degrees of freedom of the two sides' var/n; a constant side
+    contributes nothing to either sum. Where the squares leave float range (variances near
+    its limits) the sums are taken relative to the larger side, which cancels; None when a
+    side's var/n is itself beyond it."""
+    try:
+        df = (sa + sb) ** 2 / (sa**2 / (n_a - 1) + sb**2 / (n_b - 1))
+    except (OverflowError, ZeroDivisionError):
+        top = max(sa, sb)
+        if not 0 < top < math.inf:
+            return None
+        ra, rb = sa / top, sb / top
+        df = (ra + rb) ** 2 / (ra * ra / (n_a - 1) + rb * rb / (n_b - 1))
+    return df if math.isfinite(df) else None
+
+
 def compare(a: Values, b: Values, alpha: float = 0.05) -> Comparison:
     """Candidate B against baseline A (DESIGN §5); what the data cannot give is None.
 
@@ -616,11 +632,11 @@ def compare(a: Values, b: Values, alpha: float = 0.05) -> Comparison:
         else:
             sa, sb = var_a / n_a, var_b / n_b
             se = math.sqrt(sa + sb)
-            # Welch–Satterthwaite; a constant side contributes nothing to either sum.
-            df = (sa + sb) ** 2 / (sa**2 / (n_a - 1) + sb**2 / (n_b - 1))
-            half = _t_ppf(1 - alpha / 2, df) * se
-            diff_lo, diff_hi = diff - half, diff + half
-            p_welch = min(1.0, 2 * _t_sf(abs(diff) / se, df))
+            df = _welch_df(sa, sb, n_a, n_b)
+            if math.isfinite(se) and df is not None:  # else variances beyond float range
+                half = _t_ppf(1 - alpha / 2, df) * se
+                diff_lo, diff_hi = diff - half, diff + half
+                p_welch = min(1.0, 2 * _t_sf(abs(diff) / se, df))
 
     change = ci_low = ci_high = None
     if mean_a is not None and mean_a <= 0:
@@ -631,7 +647,7 @@ def compare(a: Values, b: Values, alpha: float = 0.05) -> Comparison:
             ci_low, ci_high = diff_lo / mean_a, diff_hi / mean_a
 
     hedges_g = None
-    if diff is not None and pooled_sd is not None and pooled_sd > 0:
+    if diff is not None and pooled_sd is not None and 0 < pooled_sd < math.inf:
         hedges_g = diff / pooled_sd * (1 - 3 / (4 * (n_a + n_b) - 9))
 
     p_mw: float | None = None

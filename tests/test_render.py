@@ -338,6 +338,45 @@ def test_svg_escapes_config_names(analysis: Analysis) -> None:
     ET.fromstring(drawing)  # well-formed XML after escaping
 
 
+@pytest.mark.parametrize(
+    ("values", "label"),
+    [
+        ([1.0e308, 1.7e308, 1.6e308], "e308"),  # spans and ticks beyond float range
+        ([-1.7e308, 1.7e308, 0.0], "e308"),
+        ([1e-320, 3e-320, 2e-320], "e-320"),  # subnormal: round ticks would all be 0
+        ([1e-9, 2e-9, 1.5e-9], "e-9"),
+    ],
+)
+def test_svg_of_values_near_the_float_limits_counts_in_a_power_of_ten(
+    values: list[float], label: str
+) -> None:
+    """A log's absurd values still give a chart: the axis counts in a power of ten (on each
+    tick label), every point lies on the plot, ticks rise."""
+    median = sorted(values)[1]
+    series = v.Series("cfg", values, [False] * 3, ["a:1", "a:2", "a:3"], median, "m")
+    root = ET.fromstring(svg(v.ChartView("m", "", "t", [series], "0", "1", 1)))
+    ns = "{http://www.w3.org/2000/svg}"
+    ticks = root.findall(f"{ns}text[@class='tick']")
+    assert len(ticks) >= 2
+    assert all((t.text or "").endswith(label) for t in ticks)
+    xs = [float(t.get("x", "nan")) for t in ticks]
+    assert xs == sorted(xs)
+    assert len(set(xs)) == len(xs)
+    width = float(root.get("width", "0"))
+    points = root.findall(f"{ns}circle")
+    assert len(points) == 3
+    assert all(0 < float(p.get("cx", "-1")) < width for p in points)
+
+
+def test_mermaid_axis_bounds_stay_finite_near_the_float_limit() -> None:
+    big = 1.7976931348623157e308
+    assert v._nice(big, up=True) == big  # 2e308, the round bound, is beyond it
+    assert v._nice(-big, up=False) == -big
+    assert v._nice(1.2e308, up=True) == 1.2e308
+    assert v._nice(63.1, up=True) == 100.0
+    assert v._nice(-63.1, up=False) == -100.0
+
+
 # ---------------------------------------------------------------- economics
 
 

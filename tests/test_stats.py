@@ -597,3 +597,29 @@ def _no_warnings() -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         yield
+
+
+def test_welch_with_variances_whose_squares_leave_float_range() -> None:
+    """var/n of 1e155 squares beyond float range (scipy's own df overflows there): the df is
+    taken relative to the larger side, as exactly as by hand in fractions; a side whose
+    variance is itself beyond float range gives no interval and no p rather than nan."""
+    from fractions import Fraction
+
+    a, b = [1.0, 1e78, 5.0], [1.0, 2.0, 3.0]
+
+    def var_n(xs: list[float]) -> Fraction:
+        m = sum(Fraction(x) for x in xs) / len(xs)
+        return sum((Fraction(x) - m) ** 2 for x in xs) / (len(xs) - 1) / len(xs)
+
+    sa, sb = var_n(a), var_n(b)
+    df = float((sa + sb) ** 2 / (sa**2 / 2 + sb**2 / 2))
+    t = (sum(a) / 3 - sum(b) / 3) / math.sqrt(float(sa + sb))
+    with _no_warnings():
+        c = compare(a, b)
+    assert c.df == pytest.approx(df, rel=1e-12)
+    assert c.p_welch == pytest.approx(2 * sps.t.sf(t, df), rel=1e-9)
+    with _no_warnings():
+        wild = compare([1.7e308, -1.7e308, 1.0], b)
+    assert wild.pooled_sd == math.inf
+    assert (wild.df, wild.p_welch, wild.ci_low, wild.ci_high, wild.hedges_g) == (None,) * 5
+    assert wild.p_mannwhitney is not None  # ranks do not care

@@ -46,24 +46,38 @@ def _short(label: str) -> str:
     return label if len(label) <= _MAX_LABEL else label[: _MAX_LABEL - 1] + "…"
 
 
+def _exponent(lo: float, hi: float) -> int:
+    """0, or the power of ten the axis counts in when values are too large or too small
+    for round ticks in plain numbers (a log's absurd values: 1e308, 1e-320)."""
+    m = max(abs(lo), abs(hi))
+    if m == 0:
+        return 0
+    e = math.floor(math.log10(m))
+    return e if e > 15 or e < -6 else 0
+
+
 def svg(chart: ChartView) -> str:
     """The chart as a standalone `<svg>` element."""
     values = [v for s in chart.series for v in s.values if math.isfinite(v)]
     medians = [s.median for s in chart.series if s.median is not None]
     finite = values + [m for m in medians if math.isfinite(m)]
     lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
+    exp = _exponent(lo, hi)
+    unit = 10.0**exp  # the axis is drawn in values / unit
+    lo, hi = lo / unit, hi / unit
     pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
     ticks = _ticks(lo - pad, hi + pad)
     x0, x1 = ticks[0], ticks[-1]
     step = ticks[1] - ticks[0]
     places = _places(step)
+    scale = f"e{exp}" if exp else ""  # on each tick label
 
     left = 16 + _CHAR * max([len(_short(s.config)) for s in chart.series] + [4])
     height = _TOP + _ROW * len(chart.series) + _BOTTOM
     plot_w = _WIDTH - left - _RIGHT
 
     def px(v: float) -> float:
-        return left + (v - x0) / (x1 - x0) * plot_w
+        return left + (v / unit - x0) / (x1 - x0) * plot_w
 
     axis = chart.metric + (f" ({chart.unit})" if chart.unit else "")
     out: list[str] = [
@@ -82,11 +96,11 @@ def svg(chart: ChartView) -> str:
         f'<text x="{legend_x + 128}" y="16">median</text></g>'
     )
     for t in ticks:
-        x = px(t)
+        x = left + (t - x0) / (x1 - x0) * plot_w
         out.append(f'<line class="grid" x1="{x:.1f}" y1="{_TOP - 8}" x2="{x:.1f}" y2="{bottom}"/>')
         out.append(
             f'<text class="tick" x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">'
-            f"{escape(format_number(t, places))}</text>"
+            f"{escape(format_number(t, places) + scale)}</text>"
         )
     out.append(
         f'<line class="axis" x1="{left}" y1="{bottom}" x2="{_WIDTH - _RIGHT}" y2="{bottom}"/>'

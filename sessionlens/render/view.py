@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -677,8 +678,11 @@ def _nice(x: float, up: bool) -> float:
     mag = 10 ** math.floor(math.log10(abs(x)))
     steps = (1.0, 2.0, 2.5, 5.0, 10.0)
     if (x > 0) == up:
-        return math.copysign(next(s for s in steps if s * mag >= abs(x) - 1e-12) * mag, x)
-    return math.copysign(next(s for s in reversed(steps) if s * mag <= abs(x) + 1e-12) * mag, x)
+        step = next(s for s in steps if s * mag >= abs(x) - 1e-12)
+    else:
+        step = next(s for s in reversed(steps) if s * mag <= abs(x) + 1e-12)
+    bound = math.copysign(step * mag, x)
+    return bound if math.isfinite(bound) else x  # no round bound below the float limit
 
 
 def _plain(x: float, places: int) -> str:
@@ -713,7 +717,8 @@ def _chart(a: Analysis, metric: str, carry: int | None) -> ChartView | None:
     unit = metrics.get(metric).unit
     places = max(_places(s.median_text) for s in series)
     lo, hi = min(0.0, min(medians)), max(0.0, max(medians))
-    y_min, y_max = _nice(lo * 1.1, up=False), _nice(hi * 1.1, up=True)
+    big = sys.float_info.max  # a bound 10 % beyond a value near it is the limit itself
+    y_min, y_max = _nice(max(lo * 1.1, -big), up=False), _nice(min(hi * 1.1, big), up=True)
     if y_max == y_min:
         y_max = y_min + 1
     return ChartView(

@@ -345,6 +345,8 @@ def test_svg_escapes_config_names(analysis: Analysis) -> None:
         ([-1.7e308, 1.7e308, 0.0], "e308"),
         ([1e-320, 3e-320, 2e-320], "e-320"),  # subnormal: round ticks would all be 0
         ([1e-9, 2e-9, 1.5e-9], "e-9"),
+        ([1.000000000001, 1.000000000002, 1.0000000000015], ""),  # a span of 1e-12
+        ([2e-5, 2e-5 + 1e-14, 2e-5 + 2e-14], ""),  # 1e-9 of the values: ticks apart
     ],
 )
 def test_svg_of_values_near_the_float_limits_counts_in_a_power_of_ten(
@@ -366,6 +368,22 @@ def test_svg_of_values_near_the_float_limits_counts_in_a_power_of_ten(
     points = root.findall(f"{ns}circle")
     assert len(points) == 3
     assert all(0 < float(p.get("cx", "-1")) < width for p in points)
+
+
+def test_tick_labels_print_their_step_whole() -> None:
+    from sessionlens.render.chart import _places
+
+    # 0.975 was printed 0.97 (two decimals for any step in [0.01, 0.1))
+    assert [_places(s) for s in (5, 2.5, 1, 0.5, 0.25, 0.1, 0.025, 2e-13)] == [
+        0,
+        1,
+        0,
+        1,
+        2,
+        1,
+        3,
+        13,
+    ]
 
 
 def test_mermaid_axis_bounds_stay_finite_near_the_float_limit() -> None:

@@ -31,15 +31,17 @@ def _ticks(lo: float, hi: float) -> list[float]:
     mag = 10 ** math.floor(math.log10(raw))
     step = next(s * mag for s in (1, 2, 2.5, 5, 10) if s * mag >= raw)
     first = math.floor(lo / step + 1e-9) * step
-    out = [round(first, 12)]
+    digits = max(12, 3 - math.floor(math.log10(step)))  # float noise off, steps kept apart
+    out = [round(first, digits)]
     # Until the last tick reaches hi, so every value lies inside the axis.
     while out[-1] < hi - step * 1e-9 or len(out) < 2:
-        out.append(round(first + step * len(out), 12))
+        out.append(round(first + step * len(out), digits))
     return out
 
 
 def _places(step: float) -> int:
-    return max(0, -math.floor(math.log10(step))) if step < 1 else 0
+    """Decimals that print every multiple of the tick step as it is (0.25 needs two)."""
+    return next((p for p in range(20) if abs(round(step, p) - step) <= step * 1e-9), 20)
 
 
 def _short(label: str) -> str:
@@ -65,7 +67,9 @@ def svg(chart: ChartView) -> str:
     exp = _exponent(lo, hi)
     unit = 10.0**exp  # the axis is drawn in values / unit
     lo, hi = lo / unit, hi / unit
-    pad = (hi - lo) * 0.08 or abs(hi) * 0.05 or 1.0
+    # values that differ only in their last digits are drawn as one (no tick step would
+    # tell them apart)
+    pad = (hi - lo) * 0.08 if hi - lo > abs(hi) * 1e-9 else abs(hi) * 0.05 or 1.0
     ticks = _ticks(lo - pad, hi + pad)
     x0, x1 = ticks[0], ticks[-1]
     step = ticks[1] - ticks[0]

@@ -7,6 +7,7 @@ that need the data (a metric no config has) happen in `session`.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from pathlib import Path
@@ -259,7 +260,7 @@ def load(path: Path, shown: str = "sessionlens.toml") -> Manifest:
                 f'direction must be "increase" or "decrease", not {direction!r}',
             )
         min_effect = body.get("min_effect", DEFAULT_MIN_EFFECT)
-        if not _number(min_effect) or min_effect < 0:
+        if not _number(min_effect) or not 0 <= min_effect < math.inf:  # nan, inf
             raise _err(
                 shown,
                 loc.key("min_effect", line) or line,
@@ -349,6 +350,8 @@ def parse_hypothesis(text: str, hid: str) -> HypothesisSpec:
         raise UsageError(f"--hypothesis {text!r} compares a config with itself")
     num = m.group("num")
     min_effect = float(num) / 100 if num is not None else DEFAULT_MIN_EFFECT
+    if not math.isfinite(min_effect):  # hundreds of digits
+        raise UsageError(f"--hypothesis {text!r}: the effect after `by` is too large to use")
     return HypothesisSpec(
         id=hid,
         claim=text.strip(),

@@ -75,9 +75,20 @@ def reachable(accept_len: float, steps: int) -> bool:
 def chain_length(p: float, steps: int) -> float:
     """Expected tokens per cycle when each of k chained drafts is accepted with p.
 
-    1 + p + … + p^k = (1 − p^(k+1))/(1 − p), summed directly so p = 1 needs no limit.
+    1 + p + … + p^k = (1 − p^(k+1))/(1 − p), summed directly so p = 1 needs no limit;
+    beyond `_SUMMED_STEPS` steps (a log's absurd `speculative_num_steps`) by the closed
+    form, as 1 − p^(k+1) = −expm1((k+1)·log1p(p − 1)), exact enough near p = 1.
     """
-    return math.fsum(p**i for i in range(steps + 1))
+    if steps <= _SUMMED_STEPS:
+        return math.fsum(p**i for i in range(steps + 1))
+    if p >= 1.0:
+        return float(steps + 1)
+    if p <= 0.0:
+        return 1.0
+    return -math.expm1((steps + 1) * math.log1p(p - 1.0)) / (1.0 - p)
+
+
+_SUMMED_STEPS = 1024
 
 
 def p_chain(accept_len: float, steps: int) -> float | None:

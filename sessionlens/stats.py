@@ -427,7 +427,7 @@ def mannwhitney_min_p(n_a: int, n_b: int) -> float:
     """
     if n_a <= 0 or n_b <= 0:
         return 1.0
-    return min(1.0, 2.0 / math.comb(n_a + n_b, n_a))
+    return min(1.0, 2 / math.comb(n_a + n_b, n_a))  # int division: no float overflow
 
 
 def min_samples(alpha: float = 0.05) -> int:
@@ -710,13 +710,19 @@ def runs_needed(
     """Runs per config for a two-sided test at alpha to detect `difference` with `power`.
 
     ⌈2·((z₁₋α/₂ + z_power)·sd/difference)²⌉ (normal approximation, equal group sizes).
-    None when sd is None or 0 or the difference is 0: the formula says nothing then.
+    None when sd is None or 0 or the difference is 0, or when the count is beyond float
+    range (a spread of 1e150 against a 5 % effect): the formula says nothing then.
     """
     _check_alpha(alpha)
     if sd is None or not math.isfinite(sd) or sd <= 0:
         return None
     if difference == 0 or not math.isfinite(difference):
         return None
-    z = NormalDist().inv_cdf(1 - alpha / 2) + NormalDist().inv_cdf(power)
+    upper = 1 - alpha / 2  # 1.0 itself below alpha ~1e-16: then by symmetry
+    z_alpha = NormalDist().inv_cdf(upper) if upper < 1 else -NormalDist().inv_cdf(alpha / 2)
+    ratio = (z_alpha + NormalDist().inv_cdf(power)) * sd / difference
+    runs = 2 * ratio * ratio
+    if not math.isfinite(runs):
+        return None
     # round() first: 8.000000000001 from float noise must not become 9.
-    return max(2, math.ceil(round(2 * (z * sd / difference) ** 2, 9)))
+    return max(2, math.ceil(round(runs, 9)))

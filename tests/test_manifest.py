@@ -100,6 +100,14 @@ def test_good_manifest(tmp_path: Path) -> None:
             "sessionlens.toml:17: error: min_effect must be a fraction >= 0 (0.20 for 20 %), not -1 "
             "[manifest]",
         ),
+        *(  # TOML's own inf and nan: the verdict rule cannot use them
+            (
+                GOOD.replace("min_effect = 0.2", f"min_effect = {bad}"),
+                "sessionlens.toml:17: error: min_effect must be a fraction >= 0 (0.20 for 20 %), "
+                f"not {bad} [manifest]",
+            )
+            for bad in ("inf", "nan")
+        ),
     ],
 )
 def test_manifest_errors(tmp_path: Path, text: str, expected: str) -> None:
@@ -153,6 +161,11 @@ def test_hypothesis_language(
 def test_hypothesis_language_errors(text: str) -> None:
     with pytest.raises(UsageError, match="cannot read --hypothesis"):
         parse_hypothesis(text, "H1")
+
+
+def test_an_effect_beyond_float_range_is_refused() -> None:
+    with pytest.raises(UsageError, match="too large"):
+        parse_hypothesis("b > a by " + "9" * 310 + "%", "H1")
 
 
 def test_a_config_compared_with_itself_is_refused(tmp_path: Path) -> None:

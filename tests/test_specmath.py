@@ -137,3 +137,15 @@ def test_economics_with_missing_inputs():
     assert e.reachable is True
     assert chain_length(e.p_needed_chain, 4) == pytest.approx(4.5)
     assert (e.ceiling_tok_s, e.p_current_unbounded) == (None, None)
+
+
+@pytest.mark.parametrize("p", [0.0, 0.3, 0.7, 0.999, 0.999999, 1.0])
+def test_chain_length_of_many_steps_by_its_closed_form(p: float) -> None:
+    """A log's absurd `speculative_num_steps` (1e11) must not sum 1e11 terms 200 times: past
+    1024 steps the closed form, equal to the direct sum within rounding."""
+    assert chain_length(p, 2000) == pytest.approx(math.fsum(p**i for i in range(2001)), rel=1e-12)
+
+
+def test_chain_acceptance_p_at_a_hundred_billion_steps() -> None:
+    assert p_chain(2.0, 10**11) == pytest.approx(0.5, rel=1e-12)
+    assert p_chain(1e6, 10**11) == pytest.approx(1 - 1e-6, rel=1e-12)

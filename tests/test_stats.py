@@ -623,3 +623,15 @@ def test_welch_with_variances_whose_squares_leave_float_range() -> None:
     assert wild.pooled_sd == math.inf
     assert (wild.df, wild.p_welch, wild.ci_low, wild.ci_high, wild.hedges_g) == (None,) * 5
     assert wild.p_mannwhitney is not None  # ranks do not care
+
+
+def test_sample_counts_at_extreme_alphas_and_spreads() -> None:
+    """alpha near 0 (a manifest may say 1e-17, or 1e-320): 1 - alpha/2 rounds to 1.0, and
+    C(2n, n) leaves float range before 2/C(2n, n) drops below alpha; a count beyond float
+    range is no count."""
+    assert min_samples(1e-320) == 535  # 2/C(1070, 535) < 1e-320 <= 2/C(1068, 534)
+    assert mannwhitney_min_p(535, 535) < 1e-320 <= mannwhitney_min_p(534, 534)
+    z = -statistics.NormalDist().inv_cdf(0.5e-17) + statistics.NormalDist().inv_cdf(0.8)
+    assert runs_needed(3.0, 0.1, alpha=1e-17) == math.ceil(round(2 * (z * 30) ** 2, 9))
+    assert runs_needed(1e150, 1e-150) is None
+    assert runs_needed(1.0, 0.5) == 63  # the usual path, as before

@@ -10,7 +10,7 @@ import math
 from collections import defaultdict
 from typing import Any
 
-from .. import metrics
+from .. import metrics, stats
 from ..model import ParseResult
 
 # Settings worth showing first in the table (a performance comparison turns on these).
@@ -112,7 +112,7 @@ def to_table(result: ParseResult) -> str:
                 finite = [v for v in values if math.isfinite(v)]
                 m = metrics.get(metric)
                 if finite:
-                    mean = sum(finite) / len(finite)
+                    mean = stats.fmean(finite)  # exact sum: finite near the float limit too
                     cells = [
                         metrics.format_value(metric, x, unit=False)
                         for x in (mean, min(finite), max(finite))

@@ -80,8 +80,8 @@ def svg(chart: ChartView) -> str:
     height = _TOP + _ROW * len(chart.series) + _BOTTOM
     plot_w = _WIDTH - left - _RIGHT
 
-    def px(v: float) -> float:
-        return left + (v / unit - x0) / (x1 - x0) * plot_w
+    def px(at: float) -> float:  # `at` in axis units (values / unit, as the ticks)
+        return left + (at - x0) / (x1 - x0) * plot_w
 
     axis = chart.metric + (f" ({chart.unit})" if chart.unit else "")
     out: list[str] = [
@@ -100,7 +100,7 @@ def svg(chart: ChartView) -> str:
         f'<text x="{legend_x + 128}" y="16">median</text></g>'
     )
     for t in ticks:
-        x = left + (t - x0) / (x1 - x0) * plot_w
+        x = px(t)
         out.append(f'<line class="grid" x1="{x:.1f}" y1="{_TOP - 8}" x2="{x:.1f}" y2="{bottom}"/>')
         out.append(
             f'<text class="tick" x="{x:.1f}" y="{bottom + 16}" text-anchor="middle">'
@@ -127,11 +127,12 @@ def svg(chart: ChartView) -> str:
             tip = f"{s.config}: {format_number(v, chart.places)} {chart.unit}".rstrip()
             tip += f" ({where}){', outlier' if flagged else ''}"
             out.append(
-                f'<circle class="{cls}" cx="{px(v):.1f}" cy="{y + _JITTER[i % len(_JITTER)]:.1f}" '
+                f'<circle class="{cls}" cx="{px(v / unit):.1f}" '
+                f'cy="{y + _JITTER[i % len(_JITTER)]:.1f}" '
                 f'r="{5 if flagged else 4}"><title>{escape(tip)}</title></circle>'
             )
         if s.median is not None and math.isfinite(s.median):
-            xm = px(s.median)
+            xm = px(s.median / unit)
             out.append(
                 f'<line class="median" x1="{xm:.1f}" y1="{y - 16:.1f}" x2="{xm:.1f}" '
                 f'y2="{y + 16:.1f}"><title>{escape(f"{s.config}: median {s.median_text}")}'

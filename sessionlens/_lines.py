@@ -1,14 +1,17 @@
 """Bytes to numbered, cleaned lines; knows no log format.
 
 Owns reading (plain or gzip, in bounded chunks, hashing the raw bytes in the same pass),
-decoding (invalid UTF-8 replaced, with a diagnostic), line splitting by DESIGN §2 (`\\n` only;
-CRLF; a `\\r` progress-bar rewrite keeps the text after the last `\\r`), and cleanup of terminal
-and Markdown noise (ANSI codes with or without ESC, fences, quote markers, backticks, bold).
+decoding (invalid UTF-8 replaced, with a diagnostic; UTF-16 with a byte-order mark read as
+the text it holds; a binary head named, so the file is reported once, not line by line),
+line splitting by DESIGN §2 (`\\n` only; CRLF; a `\\r` progress-bar rewrite keeps the text
+after the last `\\r`), and cleanup of terminal and Markdown noise (ANSI codes with or without
+ESC, fences, quote markers, backticks, bold).
 A last line without `\\n` is flagged `cut`, so parsers can tell a field that may be cut.
 """
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import hashlib
 import io
@@ -28,6 +31,29 @@ CHUNK = 1 << 20
 _THREAD_MIN = 256 << 10  # smaller pieces are hashed inline (a thread would cost more)
 HEAD_BYTES = 64 * 1024
 GZIP_MAGIC = b"\x1f\x8b"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")  # what Windows PowerShell's `>` writes
+
+# Control bytes that no text log holds (NUL aside: a crashed writer or a rotation leaves NUL
+# runs in logs): not tab, newlines, form feed, backspace, bell, ESC, shift in/out, ^Z, DEL.
+_BINARY_BYTES = bytes(sorted(set(range(1, 32)) - set(b"\t\n\x0b\x0c\r\x08\x07\x1b\x0e\x0f\x1a")))
+_BINARY_MIN = 16  # at least this many such bytes in the head ...
+_BINARY_SHARE = 0.01  # ... and this share of it (random bytes hold ~8 %)
+# What a binary head is, by its first bytes (the rule above decides whether it is binary).
+_MAGIC = (
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"%PDF", "a PDF document"),
+    (b"PK\x03\x04", "a zip archive (a PyTorch .pt file is one)"),
+    (b"SQLite format 3", "an SQLite database"),
+    (b"PAR1", "a Parquet file"),
+    (b"ARROW1", "an Arrow file"),
+    (b"\x93NUMPY", "a NumPy array"),
+    (b"\x7fELF", "an executable"),
+    (b"\xfd7zXZ", "an xz archive"),
+    (b"\x28\xb5\x2f\xfd", "a zstd archive"),
+    (b"BZh", "a bzip2 archive"),
+)
 
 # ANSI: full CSI sequences with ESC; without ESC only the SGR form `[..m` that pastes keep.
 _ANSI_ESC = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>]")
@@ -174,6 +200,9 @@ class SourceText:
     # Called with the number of raw bytes of each piece read (a progress bar's feed).
     progress: Callable[[int], None] | None = None
     read_size: int = CHUNK
+    # What the file is when its head is binary ("a PNG image", "binary data"): its bytes
+    # are hashed, not read as lines, unless a format is pinned.
+    binary: str | None = None
     _bad_lines: list[int] = field(default_factory=list)
     _nul_lines: list[int] = field(default_factory=list)
 
@@ -260,6 +289,26 @@ class SourceText:
             nul = self._nul_lines
             return [_nul_line(first + i, part, False, nul) for i, part in enumerate(parts)]
         return [Line(first + i, clean(part)) for i, part in enumerate(parts)]
+
+    def count_only(self) -> None:
+        """Read the source's bytes (hashed, counted, newlines counted) without decoding them
+        into lines: for a file that is not text, whose NULs and bytes that are not UTF-8
+        are no news."""
+        if self._chunks is None:
+            for _ in self.lines():
+                pass
+            return
+        pieces, self._chunks = self._chunks, None
+        no, last = 0, b"\n"
+        for piece in pieces:
+            if piece:
+                no += piece.count(b"\n")
+                last = piece[-1:]
+        if last != b"\n":
+            no += 1
+            self.ends_with_newline = False
+        self.n_lines = no
+        self._finish(no)
 
     def _finish(self, no: int) -> None:
         nul_lines = self._nul_lines
@@ -427,28 +476,56 @@ def read(path: Path, display: str | None = None) -> SourceText:
         fh.seek(0)
         is_gzip = magic == GZIP_MAGIC
         head_bytes = b""
+        size = 2 * HEAD_BYTES  # the head of UTF-16 text takes twice the bytes
         if is_gzip:
             try:
                 with gzip.GzipFile(fileobj=fh, mode="rb") as gz:
-                    head_bytes = gz.read(HEAD_BYTES)
+                    head_bytes = gz.read(size)
             except (OSError, EOFError, zlib.error):
                 head_bytes = b""
         else:
-            head_bytes = fh.read(HEAD_BYTES)
+            head_bytes = fh.read(size)
             if head_bytes[:1] == b"\x00":
                 # copy-and-truncate rotation leaves a NUL run first: sniff what follows it
                 rest = head_bytes.lstrip(b"\x00")
                 while not rest and (more := fh.read(CHUNK)):
                     rest = more.lstrip(b"\x00")
-                head_bytes = (rest + fh.read(HEAD_BYTES))[:HEAD_BYTES]
+                head_bytes = rest + fh.read(size)
         fh.seek(0)
     except BaseException:
         fh.close()
         raise
+    utf16 = head_bytes.startswith(_UTF16_BOMS)
+    if utf16:  # read as UTF-8 (the raw bytes are still what is hashed and counted)
+        head_bytes = codecs.getincrementaldecoder("utf-16")("replace").decode(head_bytes).encode()
+    head_bytes = head_bytes[:HEAD_BYTES]
     src = SourceText(path=display or str(path), name=path.name, head=_head(head_bytes))
-    raw = _raw_chunks(fh, _Hasher(), src, align=not is_gzip)
-    src._chunks = _safe_gunzip(raw, src) if is_gzip else raw
+    src.binary = binary_kind(head_bytes)
+    raw = _raw_chunks(fh, _Hasher(), src, align=not (is_gzip or utf16))
+    chunks = _safe_gunzip(raw, src) if is_gzip else raw
+    src._chunks = _from_utf16(chunks) if utf16 else chunks
     return src
+
+
+def binary_kind(head: bytes) -> str | None:
+    """What a file is when its first bytes are not text ("a PNG image", "binary data"), or
+    None for text: control bytes no log prints make up at least 1 % of the head (NUL runs,
+    which crashed writers and log rotation leave, are not counted)."""
+    odd = len(head) - len(head.translate(None, _BINARY_BYTES))
+    size = len(head) - head.count(0)
+    if odd < _BINARY_MIN or odd < size * _BINARY_SHARE:
+        return None
+    return next((what for magic, what in _MAGIC if head.startswith(magic)), "binary data")
+
+
+def _from_utf16(pieces: Iterator[bytes]) -> Iterator[bytes]:
+    """UTF-16 text (its byte-order mark first) as UTF-8; a unit that is not text is
+    replaced."""
+    decoder = codecs.getincrementaldecoder("utf-16")("replace")
+    for piece in pieces:
+        if text := decoder.decode(piece):
+            yield text.encode()
+    yield decoder.decode(b"", final=True).encode()
 
 
 def _safe_gunzip(raw: Iterator[bytes], src: SourceText) -> Iterator[bytes]:

@@ -128,7 +128,7 @@ def test_gate_fails_closed(
     (tmp_path / "s" / "a" / "mystery.bin").write_bytes(b"\x00\x01binary\x02" * 10)
     code, _, err = run(capsys, "check")
     assert code == 1
-    assert "s/a/mystery.bin: error: no parser recognises this file" in err
+    assert "s/a/mystery.bin: error: binary data, not a text log" in err
     (tmp_path / "s" / "a" / "mystery.bin").unlink()
     (tmp_path / "s" / "sessionlens.toml").write_text("[configs.a]\nnope = 1\n")
     code, _, err = run(capsys, "check")

@@ -120,11 +120,11 @@ def test_random_bytes_empty_file_empty_folder(
     rnd.write_bytes(bytes((i * 7919 + 13) % 256 for i in range(4096)))
     code, _, err = run(capsys, "parse", str(rnd))
     assert code == 2
-    assert f"{rnd}: error: no parser recognises this file" in err
-    assert (
-        err.strip().splitlines()[-1]
-        == "sessionlens: error: no sample could be read from 1 file [input]"
-    )
+    assert err.splitlines() == [
+        f"{rnd}: error: binary data, not a text log; leave it out with `exclude` in "
+        "sessionlens.toml [unknown-format]",
+        "sessionlens: error: no sample could be read from 1 file [input]",
+    ]
     empty = tmp_path / "empty.log"
     empty.write_bytes(b"")
     code, _, err = run(capsys, "parse", str(empty))

@@ -10,6 +10,8 @@ ENOSPC after a partial write; interrupts are real SIGINT/SIGTERM sent to a subpr
 from __future__ import annotations
 
 import errno
+import hashlib
+import json
 import os
 import re
 import signal
@@ -319,14 +321,23 @@ def test_binary_files_are_unknown_not_fatal(
     elf.write_bytes(Path(sys.executable).resolve().read_bytes()[: 2 << 20])
     gz = session / "cand" / "run.log.gz"
     gz.write_bytes(b"\x1f\x8b\x08\x00" + bytes(range(256)) * 64)  # gzip magic, then junk
+    png = session / "cand" / "plot.png"
+    png.write_bytes(b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 64)
     code, out, err = run(capsys, "parse", str(elf))
     assert (code, out) == (2, "")
-    one_line(
-        err, rf"^{re.escape(str(elf))}: error: no parser recognises this file .*\[unknown-format\]$"
-    )
+    shown = re.escape(str(elf))
+    one_line(err, rf"^{shown}: error: an executable, not a text log; .*\[unknown-format\]$")
     code, out, err = run(capsys, "report", str(session), "--quiet", "--format", "json")
     assert code == 0
-    one_line(err, r"^cand/a\.out: error: no parser recognises this file .*\[unknown-format\]$")
+    # one line each, not a line for its NULs and another for its bytes that are not UTF-8
+    assert [ln for ln in err.splitlines() if "a.out" in ln or "plot.png" in ln] == [
+        "cand/a.out: error: an executable, not a text log; leave it out with `exclude` in "
+        "sessionlens.toml [unknown-format]",
+        "cand/plot.png: error: a PNG image, not a text log; leave it out with `exclude` in "
+        "sessionlens.toml [unknown-format]",
+    ]
+    sources = {s["path"]: s for s in json.loads(out)["sources"]}  # in the digest all the same
+    assert sources["cand/plot.png"]["sha256"] == hashlib.sha256(png.read_bytes()).hexdigest()
     one_line(
         err,
         r"^cand/run\.log\.gz: warning: the gzip stream is cut or corrupt .*\[truncated-output\]$",

@@ -167,3 +167,64 @@ def test_chunks_of_a_plain_file_end_at_line_ends(tmp_path: Path) -> None:
     assert [c.first for c in chunks] == [
         1 + sum(c.data.count(b"\n") for c in chunks[:i]) for i in range(len(chunks))
     ]
+
+
+LOG = (
+    "[2025-11-14 09:01:42 TP0] Decode batch, #running-req: 32, #token: 37504, "
+    "gen throughput (token/s): 1949.12, #queue-req: 0, \n"
+)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be"])
+def test_utf16_with_a_byte_order_mark_reads_as_its_text(tmp_path: Path, encoding: str) -> None:
+    """What Windows PowerShell's `>` writes: the same lines as the UTF-8 file, over many
+    read pieces (a piece may end inside a character); the raw bytes are hashed and counted."""
+    import hashlib
+
+    text = "Run 1/1: 1 tokens in 1.00s = 1.0 tok/s — ok\r\n" + LOG * 40_000 + "pro\rgress 5"
+    p8, p16 = tmp_path / "a.log", tmp_path / "b.log"
+    p8.write_bytes(text.encode())
+    bom = b"\xfe\xff" if encoding == "utf-16-be" else b""
+    p16.write_bytes(bom + text.encode(encoding))
+    assert p16.read_bytes()[:2] in (b"\xff\xfe", b"\xfe\xff")
+    a, b = _lines.read(p8), _lines.read(p16)
+    assert b.head == a.head
+    assert b.binary is None
+    assert list(b.lines()) == list(a.lines())  # numbers, texts, and the cut last line
+    assert (b.n_lines, b.notes) == (a.n_lines, [])
+    assert b.n_bytes == p16.stat().st_size > a.n_bytes
+    assert b.sha256 == hashlib.sha256(p16.read_bytes()).hexdigest()
+
+
+def test_a_binary_head_is_named(tmp_path: Path) -> None:
+    import hashlib
+    import random
+
+    rng = random.Random(7)
+    noise = bytes(rng.randrange(256) for _ in range(4096))
+    assert _lines.binary_kind(noise) == "binary data"
+    assert _lines.binary_kind(b"\x89PNG\r\n\x1a\n" + noise) == "a PNG image"
+    assert _lines.binary_kind(b"PK\x03\x04" + noise).startswith("a zip archive")
+    # text, whatever else it holds: NUL runs (a crashed writer, copy-and-truncate), terminal
+    # bytes (bell, backspace, shift in/out, ESC), bytes of another encoding
+    log = LOG.encode() * 50
+    assert _lines.binary_kind(b"\x00" * 60_000 + log) is None
+    assert _lines.binary_kind(log + b"\x00" * 60_000) is None
+    assert _lines.binary_kind(b"\x1b[32m\x0fok\x07\x08\n" * 500) is None
+    assert _lines.binary_kind("débit élevé\n".encode("latin-1") * 500) is None
+    assert _lines.binary_kind("吞吐量\n".encode("gbk") * 500) is None
+    # a few stray control bytes in a log do not make it binary
+    assert _lines.binary_kind(log + b"\x01\x02\x03" * 5) is None
+    p = tmp_path / "plot.png"
+    p.write_bytes(b"\x89PNG\r\n\x1a\n" + noise * 300)
+    src = _lines.read(p)
+    assert src.binary == "a PNG image"
+    src.count_only()  # its bytes are hashed and counted, not made lines
+    assert src.notes == []  # no NUL nor non-UTF-8 notes: that is what binary data is
+    assert src.n_bytes == p.stat().st_size
+    assert src.sha256 == hashlib.sha256(p.read_bytes()).hexdigest()
+    assert (src.n_lines, src.ends_with_newline) == (p.read_bytes().count(b"\n") + 1, False)
+    # a format pinned on it reads it as lines all the same, with their notes
+    src = _lines.read(p)
+    assert len(list(src.lines())) == src.n_lines
+    assert {d.code for d in src.notes} == {"truncated-output", "non-utf8"}

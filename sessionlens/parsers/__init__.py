@@ -87,7 +87,8 @@ def parse_source(
     if format is not None and format not in PARSERS:
         known = ", ".join(sorted(PARSERS))
         raise UsageError(f"unknown format {format!r} (known: {known})")
-    fid = format or detect(src.head, src.name)
+    # a binary file is not sniffed (unless its format is pinned)
+    fid = format or (None if src.binary else detect(src.head, src.name))
     ctx = ParseContext(file=source)
     batched = 0
 
@@ -101,7 +102,9 @@ def parse_source(
     summary: dict[str, Any] = {}
     blocks: dict[int, dict[str, Any]] = {}
     n_samples = 0
-    if fid is None:
+    if fid is None and src.binary:
+        src.count_only()  # provenance needs the sha256; its bytes are not text
+    elif fid is None:
         for _ in src.lines():  # read anyway: provenance needs lines and sha256
             pass
     else:
@@ -127,14 +130,24 @@ def parse_source(
         n_samples += batched
     diags = list(src.notes) + ctx.diagnostics
     is_empty = any(d.code == "empty-file" for d in src.notes)
-    if fid is None and not is_empty:
+    if fid is None and src.binary:
         diags.append(
             dg.make(
                 "unknown-format",
                 source,
                 None,
-                "no parser recognises this file "
-                f"({src.n_lines} lines); pin one with `format` in sessionlens.toml",
+                f"{src.binary}, not a text log; leave it out with `exclude` in sessionlens.toml",
+            )
+        )
+    elif fid is None and not is_empty:
+        lines = "1 line" if src.n_lines == 1 else f"{src.n_lines} lines"
+        diags.append(
+            dg.make(
+                "unknown-format",
+                source,
+                None,
+                f"no parser recognises this file ({lines}); "
+                "pin one with `format` in sessionlens.toml",
             )
         )
     elif fid is not None and n_samples == 0 and not is_empty:

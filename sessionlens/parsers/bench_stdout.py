@@ -54,6 +54,7 @@ _RESULTS = re.compile(
 _LABEL = re.compile(
     r"(?:^|(?<=[,;|]))\s*(?P<label>[A-Za-z][A-Za-z0-9 _()/%.+-]{0,60}?)\s*:(?=\s|$)"
 )
+_NON_FINITE = re.compile(r"=\s*([-+]?(?:inf(?:inity)?|nan))\s*tok(?:en)?s?/s", re.IGNORECASE)
 _TOKS = re.compile(r"(?P<v>[-+]?[\d.]+)\s*tok(?:en)?s?/s")
 _TOKENS_IN = re.compile(r"(?P<t>\d{1,15})\s+tokens?\s+in\s+(?P<s>\d{1,15}(?:\.\d*)?)\s*s\b")
 _OVERALL = re.compile(r"overall|total|aggregate|combined", re.IGNORECASE)
@@ -385,8 +386,16 @@ def _run(ln: Line, text: str, m: re.Match[str], st: _State, ctx: ParseContext) -
         bare = rest
         if word is not None and any(u.startswith(word.group()) for u in _UNITS):
             bare = rest[: word.start()]  # the start of a unit the cut took the rest of
+        odd = _NON_FINITE.match(rest)
         if ln.cut and re.fullmatch(r"[\s\d.=]*", bare):
             ctx.warn(ln.no, "truncated-value", f"run {run}: the line is cut before its throughput")
+        elif odd is not None and "duration_s" in values:
+            # `= inf tok/s` after `in 0.00s`: Python's float printing of a division by zero
+            ctx.warn(
+                ln.no,
+                "non-finite-value",
+                f"run {run}: the throughput is {odd.group(1)}; no sample taken",
+            )
         else:
             where = f"from {rest[:30]!r}" if rest else "(the line has none)"
             ctx.warn(

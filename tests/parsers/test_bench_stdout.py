@@ -268,14 +268,20 @@ def test_several_invocations_each_keep_their_summary() -> None:
         ("Run 1/2: 2048 tok", [2048], "truncated-value"),  # cut inside the unit: 2048 is whole
         ("Run 1/2: 2048 tokens in 33.88 se", [2048, 33.88], "truncated-value"),
         ("Run 1/2: 2048 tokens in 33.88s = ", [2048, 33.88], "truncated-value"),
-        ("Run 1/2: 2048 tokens in 33.88s = inf tok/s\n", [2048, 33.88], "unparsed-line"),
+        ("Run 1/2: 2048 tokens in 0.00s = inf tok/s\n", [2048, 0.0], "non-finite-value"),
+        ("Run 1/2: 0 tokens in 0.00s = NaN tok/s (prompt: 3)\n", [0, 0.0], "non-finite-value"),
+        ("Run 1/2: 2048 tokens in 33.88s = -inf tokens/s\n", [2048, 33.88], "non-finite-value"),
+        ("Run 1/2: 2048 tokens in 33.88s = infinite tok/s\n", [2048, 33.88], "unparsed-line"),
+        ("Run 1/2: 2048 tokens in 33.88s = n/a tok/s\n", [2048, 33.88], "unparsed-line"),
         ("Run 1/2: 2048 tokens in 33.88s\n", [2048, 33.88], "unparsed-line"),
     ],
 )
 def test_a_run_line_without_its_throughput_says_why(text: str, got: list[float], code: str) -> None:
     r = parse_text(text, format="bench-stdout", path="x")
     assert list(r.columns.value) == got
-    assert code in codes(r)
+    assert codes(r)[0] == code
+    if code == "non-finite-value":
+        assert "the throughput is " in r.diagnostics[0].message
 
 
 def test_huge_digit_runs_never_raise() -> None:

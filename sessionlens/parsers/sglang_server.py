@@ -82,8 +82,8 @@ _EVENT = re.compile(
 
 # Decode/Prefill field keys -> (decode metric, prefill metric, fixed decimals, kind).
 # kind: "n" number, "pct" percent (stored as a fraction), "bool" True/False, "usage" a
-# KV-pool usage that also feeds token_usage's max, "pool" another field of the pool group.
-# Metric None: known but not kept.
+# KV-pool usage that also feeds token_usage's max, "pool" another field of the pool group,
+# "skip" a value that is not read at all. Metric None: known but not kept.
 _F = tuple[str | None, str | None, int | None, str]
 _FIELDS: dict[str, _F] = {
     "#running-req": ("running_req", "prefill_running_req", None, "n"),
@@ -104,6 +104,8 @@ _FIELDS: dict[str, _F] = {
     "accept rate": ("accept_rate", None, 2, "n"),
     "cap len": ("spec_cap_len", None, 2, "n"),
     "block accept len": ("block_accept_len", None, 2, "n"),
+    # DSpark's estimate with its range (0.5.16+, `5.35 [5.10, 5.60]`): not a measured length
+    "est uncap acc len": (None, None, None, "skip"),
     "gen throughput (token/s)": ("gen_throughput_tok_s", None, 2, "n"),
     "largest-len": ("largest_len", None, None, "n"),
     "cuda graph": ("cuda_graph", "prefill_cuda_graph", None, "bool"),
@@ -145,6 +147,18 @@ _FIELDS_PRINTED: dict[str, _F] = {
     "est. write BW (GB/s per GPU)": _FIELDS["est. write bw (gb/s per gpu)"],
 }
 _MAX_UNKNOWN_NOTES = 20
+# Records that only a launched server gives: a dump of the same settings after none of
+# them is the same launch's, not a new one.
+_LAUNCH_DOINGS = (
+    "decode",
+    "prefill",
+    "capacity",
+    "kv-cache",
+    "cuda-graph-capture",
+    "fired-up",
+    "traceback",
+    "server-error",
+)
 _INF = float("inf")
 _BOOLS = {"True": 1.0, "False": 0.0}
 # Capacity-line values that change from launch to launch: never settings (DESIGN §4).
@@ -218,6 +232,8 @@ class Reader:
         self._lowest: dict[str, tuple[int, ...]] = {}  # lowest rank key seen per DP group
         self._settled: set[str] = set()  # groups whose lowest rank is known from a past batch
         self._launch: tuple[int, dict[str, object]] | None = None  # first server_args dump
+        # the last dump's settings, and the count of a server's doings when it came
+        self._last_args: tuple[dict[str, object], int] | None = None
         self._tb: _Traceback | None = None
         self._bonus_set = False
         self._unknown: set[str] = set()
@@ -440,6 +456,8 @@ class Reader:
             return None
         metric = spec[1] if col else spec[0]
         decimals, how = spec[2], spec[3]
+        if how == "skip":
+            return "ok"
         value = raw.rstrip()
         delimited = len(value) < len(raw)  # a space after the value ends it
         if value.endswith(","):
@@ -564,6 +582,13 @@ class Reader:
         self.ctx.count("server-args")
         at = text.find("server_args=")
         settings, cut = parse_server_args(text[at + len("server_args=") :])
+        done = sum(self.ctx.counts[k] for k in _LAUNCH_DOINGS)
+        last, self._last_args = self._last_args, (settings, done)
+        if last is not None and last == (settings, done):
+            # The same dump again before the server did anything: one launch (SGLang 0.5's
+            # in-process Engine logs it in `__init__` and again as it starts its processes).
+            self.ctx.count("server-args-repeat")
+            return
         if self._launch is None:
             self._launch = (ln.no, settings)
         else:

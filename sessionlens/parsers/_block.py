@@ -96,7 +96,9 @@ FOREIGN = _FOREIGN  # for parsers that route a server log's lines to an embedded
 # (`Mean TT`) or of a section header (`-----Time to Fi`); never a shell prompt (`$`, `@`).
 _PARTIAL = re.compile(r"^(?:[A-Za-z#][A-Za-z0-9 #()/%<>.+_'&-]*|-{3,}[A-Za-z0-9 ()./-]*)$")
 _NS_START = re.compile(r"^\s*(?:\w+\s*=\s*)?Namespace\(")
-_PREAMBLE_COUNT = re.compile(r"^\s*#\s?(?:Input|Output) tokens\s*:")
+# SGLang's dataset facts before a block (`#Input tokens: 1024`, `#Images per request: 2
+# (fixed)`): neither rows nor a block's label.
+_PREAMBLE_COUNT = re.compile(r"^\s*#(?:\s?(?:Input|Output) tokens\s*:|[A-Za-z][A-Za-z ]{0,40}:)")
 # Lines that are noise before a block, never its label: tqdm bars, progress messages,
 # warnings, the `--plot-throughput` charts, tips.
 _NOISE = re.compile(
@@ -699,6 +701,9 @@ class BlockReader:
         self._ns: _Namespace | None = None
         self._last_cut = False
         self._after_warning = False  # Python echoes a warning's source line after it
+        # Inside a list under a bare `Heading:` outside a block (SGLang's `Generated shared
+        # prefix dataset statistics:`), up to a blank line: facts, not a block's rows.
+        self._in_list = False
 
     # ------------------------------------------------------------------ entry points
 
@@ -722,6 +727,7 @@ class BlockReader:
             yield from self._json_line(ln, stripped)
             return
         if not stripped:
+            self._in_list = False
             return
         if FOOTER.match(text):
             self._end_block()
@@ -767,6 +773,12 @@ class BlockReader:
             yield from self._foreign(ln)
             return
         row = None if warning else parse_row(text)
+        if self._in_list and b is None:
+            if row is None or not row.padded or lookup(row.label, None) is None:
+                self._label = None  # the heading heads a list, not a block
+                self.ctx.count("list-line")
+                return
+            self._in_list = False  # a block's padded row: the list has ended
         if row is not None and not _PREAMBLE_COUNT.match(text):
             yield from self._row(ln, row, stripped)
             return
@@ -800,6 +812,7 @@ class BlockReader:
     # ------------------------------------------------------------------ blocks
 
     def _open(self, line: int, title: str | None = None) -> _Block:
+        self._in_list = False
         known = title is not None and norm_label(title) in _KNOWN_TITLES
         self._block = _Block(line, title=title, known_title=known, label=self._label)
         if title is not None and norm_label(title) == STEADY:
@@ -847,6 +860,12 @@ class BlockReader:
         b = self._block
         spec = lookup(row.label, b.section if b is not None else None)
         if b is None:
+            if spec is None and not row.value and not (row.at_end and ln.cut):
+                # a bare `Heading:`: the label of a block right below it, or the head of a
+                # list of facts (not rows) that ends at a blank line
+                self._in_list = True
+                yield from self._other(ln, stripped)
+                return
             if spec is None and not row.padded:
                 yield from self._other(ln, stripped)
                 return

@@ -223,6 +223,53 @@ def test_a_decorative_header_or_unknown_title_above_a_block_is_its_label() -> No
     assert [b.settings.get("label") for b in r.sources[0].blocks] == ["concurrency 8", "rate 4"]
 
 
+def test_dataset_facts_before_a_block_are_neither_a_block_nor_its_label() -> None:
+    """SGLang's generated-shared-prefix dataset prints its statistics under a bare heading
+    (`Total input tokens:` among them), and the image dataset `#Images per request: 2
+    (fixed)`: the run's arguments stay with the real block, and nothing is a diagnostic."""
+    text = "\n".join(
+        [
+            "Namespace(backend='sglang', dataset_name='generated-shared-prefix', "
+            "max_concurrency=64)",
+            "",
+            "Generated shared prefix dataset statistics:",
+            "Number of groups: 64",
+            "Total input tokens: 2228224",
+            "Average question length: 128.0 tokens",
+            "",
+            "#Images per request: 2 (fixed)",
+            "Starting warmup with 1 sequences...",
+            "============ Serving Benchmark Result ============",
+            *BLOCK,
+            R("Total input tokens:", 369103),
+            "=" * 50,
+            "",
+        ]
+    )
+    r = parse_text(text, "sglang-bench-serving", path="x.log")
+    (block,) = r.sources[0].blocks
+    assert block.settings["dataset_name"] == "generated-shared-prefix"
+    assert block.settings["total_input_tokens"] == 369103
+    assert "label" not in block.settings
+    assert diags(r) == []
+    assert r.sources[0].record_counts["list-line"] == 3
+
+
+@pytest.mark.parametrize(
+    "below",
+    [
+        ["============ Serving Benchmark Result ============", *BLOCK],  # a titled block
+        BLOCK,  # a title-less one: its padded rows end the list
+    ],
+)
+def test_a_bare_heading_right_above_a_block_is_its_label(below: list[str]) -> None:
+    r = parse_text("\n".join(["Concurrency 8:", *below, ""]), "sglang-bench-serving")
+    (block,) = r.sources[0].blocks
+    assert block.settings["label"] == "Concurrency 8"
+    assert samples(r) == samples(parse_text("\n".join([*below, ""]), "sglang-bench-serving"))
+    assert len(samples(r)) == 3
+
+
 def test_server_lines_inside_a_block_neither_end_it_nor_label_the_next() -> None:
     text = "\n".join(
         [

@@ -268,7 +268,15 @@ JSON_METRICS: dict[str, str] = {
     "spec_decode_draft_tokens": "drafted_tokens",
     "spec_decode_accepted_tokens": "accepted_tokens",
     "slo_attainment": "slo_attainment",  # a fraction (stdout prints it in percent)
+    "rtfx": "rtfx",  # vLLM 0.17+, audio runs
 }
+# Measured results of a record that no metric takes (vLLM: probe requests 0.27+, client-side
+# queueing 0.32+, diffusion decoding 0.25+, pooling runs' inputs 0.29+, latencies of other
+# families): listed as not read, never settings (they would be confounds).
+_JSON_RESULT = re.compile(
+    r"^(?:probe|diffusion)_|_throughput$|^total_input_sequences$"
+    r"|^(?:mean|median|std|min|max|p\d+(?:\.\d+)?)_\w+_ms$"
+)
 _JSON_PERCENT = frozenset({"spec_decode_acceptance_rate"})
 # SGLang 0.5.23 `steady_state_serving` appends its window's figures to the output file as a
 # record of their own (told by `concurrency_ratio` and `window_start`); other keys: settings.
@@ -1057,6 +1065,7 @@ class BlockReader:
         steady = "concurrency_ratio" in obj and "window_start" in obj
         if steady:
             yield Setting("label", "Steady-State Result", ln.no, block)
+        unread: list[str] = []
         for key, value in obj.items():
             metric = _STEADY_JSON.get(key) if steady else _json_metric(key)
             if steady and metric is None:
@@ -1066,8 +1075,8 @@ class BlockReader:
             elif key == _JSON_POSITIONS and isinstance(value, list):
                 yield from self._positions(ln, block, key, value)
             elif metric is not None:
-                if value is None:
-                    continue
+                if value is None or (key == "rtfx" and value == 0):
+                    continue  # vLLM writes `"rtfx": 0.0` for a run that is not audio
                 number = json_number(self.ctx, ln.no, f"record {block}: {key}", value)
                 if number is None:
                     continue
@@ -1081,6 +1090,8 @@ class BlockReader:
                 yield Sample(metric, number, ln.no, block)
             elif key in _JSON_ARRAYS:
                 self.ctx.count("per-request-array")
+            elif not steady and _JSON_RESULT.search(key):
+                unread.append(key)
             elif key == "cache_report" and isinstance(value, dict):
                 # `--cache-report`: the hit rate is the stdout block's `Cache hit rate:` row
                 rate = value.get("cache_hit_rate_pct")
@@ -1094,6 +1105,17 @@ class BlockReader:
             else:
                 for k, v in _flatten(key, value):
                     yield Setting(k, v, ln.no, block)
+        if unread:
+            self.ctx.count("unknown-field", len(unread))
+            shown = ", ".join(repr(k) for k in unread[:_MAX_UNKNOWN_SHOWN])
+            more = len(unread) - _MAX_UNKNOWN_SHOWN
+            tail = f" and {more} more" if more > 0 else ""
+            n = len(unread)
+            self.ctx.warn(
+                ln.no,
+                "unknown-field",
+                f"record {block}: {n} result{'s' if n > 1 else ''} not read: {shown}{tail}",
+            )
 
     def _positions(self, ln: Line, block: int, key: str, value: list[Any]) -> Iterator[Record]:
         """Per-position acceptance fractions of a record, one sample per position."""

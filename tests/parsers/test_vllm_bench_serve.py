@@ -100,3 +100,44 @@ def test_vllm_server_lines_in_the_same_terminal_go_to_the_embedded_reader() -> N
     assert values(r, "gen_throughput_tok_s") == [31.7]
     assert r.sources[0].embedded_formats == ["vllm-server"]
     assert values(r, "accept_length") == [2.44]
+
+
+def test_save_result_results_no_metric_takes_are_listed_not_settings() -> None:
+    """Probe requests (0.27+), client-side queueing (0.32+), diffusion (0.25+) and pooling
+    (0.29+) figures are outcomes: as settings they would be confounds. `--metadata` keys
+    stay settings; `rtfx` (0.17+, audio) is read as the printed block's RTFx row is."""
+    import json
+
+    record = {
+        "backend": "openai",
+        "max_concurrency": 16,
+        "nccl_proto": "LL",  # `--metadata nccl_proto=LL`
+        "completed": 200,
+        "request_throughput": 11.37,
+        "output_throughput": 1457.0,
+        "mean_ttft_ms": 41.5,
+        "rtfx": 214.7712,
+        "probe_completed": 10,
+        "probe_median_e2el_ms": 41.2,
+        "p99_client_queue_time_ms": 3.5,
+        "mean_e2el_including_client_queue_ms": 120.0,
+        "diffusion_mean_steps": 4.0,
+        "input_sequence_throughput": 9.5,
+        "total_input_sequences": 200,
+    }
+    r = parse_text(json.dumps(record) + "\n", "vllm-bench-serve", path="r.json")
+    (block,) = r.sources[0].blocks
+    assert {k for k in block.settings if k in record} == {
+        "backend",
+        "max_concurrency",
+        "nccl_proto",
+    }
+    got = dict(zip(r.columns.metric, r.columns.value, strict=True))
+    assert got["rtfx"] == 214.7712
+    assert got["output_throughput_tok_s"] == 1457.0
+    assert [str(d) for d in r.diagnostics] == [
+        "r.json:1: info: record 0: 7 results not read: 'probe_completed', "
+        "'probe_median_e2el_ms', 'p99_client_queue_time_ms', "
+        "'mean_e2el_including_client_queue_ms', 'diffusion_mean_steps' and 2 more "
+        "[unknown-field]"
+    ]

@@ -77,14 +77,15 @@ class Line:
 
 # Keys of a benchmark's JSON record: such a line is data, never a log envelope.
 _RECORD_KEYS = frozenset({"completed", "request_throughput", "mean_ttft_ms", "output_throughput"})
+_LOUD_LEVELS = frozenset({"WARNING", "ERROR", "CRITICAL"})
 _ASCTIME_MS = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})$")
 
 
 def _unwrap_json(text: str) -> str:
     """The line a program printed, from a JSON log envelope: docker's json-file driver
     (`{"log": "...\\n", "stream": ..., "time": ...}`) or a JSON logging formatter
-    (`{"asctime": ..., "message": ...}`, the time put back in front as `[...]`); any other
-    text is returned as it is."""
+    (`{"asctime": ..., "message": ...}`, the time put back in front as `[...]`, then the level
+    when it is WARNING or above); any other text is returned as it is."""
     body = text.strip()
     if not body.endswith("}") or ('"log"' not in body and '"message"' not in body):
         return text
@@ -100,6 +101,9 @@ def _unwrap_json(text: str) -> str:
     inner = inner.rstrip("\n").replace("\r\n", " ").replace("\n", " ")
     ts = obj.get("asctime")
     if "log" not in obj and isinstance(ts, str) and len(ts) < 40:
+        level = obj.get("levelname")
+        if level in _LOUD_LEVELS:  # an error or a warning says so, as a text log does
+            inner = f"{level} {inner}"
         stamp = _ASCTIME_MS.sub(r"\1.\2", ts)  # `,123` milliseconds as `.123`
         inner = f"[{stamp}] {inner}"
     return inner

@@ -111,6 +111,12 @@ def test_large_file_is_read_in_chunks(tmp_path: Path) -> None:
             '"message": "Decode batch, #running-req: 3"}',
             "[2026-10-30 15:02:04.123] Decode batch, #running-req: 3",
         ),
+        (  # ... and a level of WARNING or above after it, as a text log says it
+            '{"asctime": "2026-10-12 08:21:05,417", "levelname": "ERROR", '
+            '"message": "EngineCore encountered a fatal error.\\nTraceback (most recent"}',
+            "[2026-10-12 08:21:05.417] ERROR EngineCore encountered a fatal error. Traceback "
+            "(most recent",
+        ),
         (  # ANSI codes escaped inside the JSON string are cleaned after unwrapping
             '{"log":"\\u001b[32mINFO\\u001b[0m:     127.0.0.1:1 - \\"POST /generate HTTP/1.1\\" 200\\n"}',
             'INFO:     127.0.0.1:1 - "POST /generate HTTP/1.1" 200',

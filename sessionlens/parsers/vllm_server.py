@@ -55,6 +55,12 @@ _LEVEL_TS = re.compile(
     r"\b(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+"
     r"(?P<ts>\d{2}-\d{2}\s+\d{2}:\d{2}:\d{2}(?:[.,]\d+)?)(?=\s|$)"
 )
+# The same, from a JSON formatter's line (0.32+ `--logging-config.formatter json`), as
+# `_lines.clean` unwraps it: `[2026-10-12 08:21:05.417] ERROR message`.
+_TS_LEVEL = re.compile(
+    r"^\[(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?)\] "
+    r"(?P<level>WARNING|ERROR|CRITICAL) "
+)
 # Fallback for custom logging configs: any dated or time-of-day stamp (docker `-t` too).
 _ANY_TS = re.compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}\b)?"
@@ -312,7 +318,7 @@ class Reader:
         """Records of one line."""
         text = ln.text
         self.claimed = True
-        level = _LEVEL_TS.search(text)
+        level = _LEVEL_TS.search(text) or _TS_LEVEL.match(text)
         is_error = level is not None and level.group("level") in ("ERROR", "CRITICAL")
         if level is not None and is_error and not self._error_run:
             self._server_error(ln, text, level)
@@ -453,6 +459,8 @@ class Reader:
         rest = text[level.end() :]
         fl = _FILE_LINE.match(rest.lstrip())
         msg = rest.lstrip()[fl.end() :] if fl else rest.strip()
+        # a JSON formatter's record holds the traceback too, on the same line
+        msg = msg.split(" Traceback (most recent call last):", 1)[0]
         self.ctx.warn(ln.no, "server-error", f"the server logged an error: {msg.strip()[:160]!r}")
 
     def _note_bonus(self, value: bool, line: int, why: str) -> None:

@@ -207,6 +207,7 @@ _add(
     "sum",
     "output throughput once every request is decoding",
 )
+_add("steady_state_itl_ms", "ms", "lower", "mean", "per-token latency once every request decodes")
 
 
 # Dynamic families: phase_<slug>_ms_per_cycle, phase_<slug>_share, position_acceptance_rate_<i>.

@@ -97,8 +97,9 @@ _TABLE_COLUMNS: dict[str, tuple[str, str]] = {
     "cache hit rate": ("prefix_cache_hit_rate", "rate"),
     "input cost ($/1m)": ("", "skip"),
     "output cost ($/1m)": ("", "skip"),
-    # 0.5.23: what the case lines gave, summed up
+    # 0.5.22+ with `--disable-ignore-eos`: what the case lines gave, summed up
     "steady output throughput (tok/s)": ("steady_state_output_throughput_tok_s", "num"),
+    "steady itl (ms)": ("steady_state_itl_ms", "num"),
     "early stops": ("", "skip"),  # `3/8`: the case lines give early_stopped_requests
 }
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$")

@@ -109,6 +109,10 @@ _NOISE = re.compile(
     r"|^\s*(?:Initial test run|Warmup run|Warmup|Benchmark run|Probe run) completed\b"
 )
 _WARNING = re.compile(r"\b\w*Warning\b:")
+_TRACEBACK = re.compile(r"\bTraceback \(most recent call last\)")
+# A status sentence (`Will increase RPS from 1 to 20 RPS over the duration of the benchmark.`,
+# vLLM's `Self timing is set, ...`): never a block's label.
+_SENTENCE = re.compile(r"^(?:\S+\s+){2,}.*[.!]$")
 _LEAD_NUM = re.compile(
     r"^(?P<num>[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf(?:inity)?))"
     r"(?P<rest>.*)$",
@@ -709,6 +713,7 @@ class BlockReader:
         self._ns: _Namespace | None = None
         self._last_cut = False
         self._after_warning = False  # Python echoes a warning's source line after it
+        self._in_traceback = False  # a client's traceback: its indented lines label nothing
         # Inside a list under a bare `Heading:` outside a block (SGLang's `Generated shared
         # prefix dataset statistics:`), up to a blank line: facts, not a block's rows.
         self._in_list = False
@@ -972,7 +977,12 @@ class BlockReader:
 
     def _other(self, ln: Line, stripped: str) -> Iterator[Record]:
         """Free text outside a block: maybe the label of the next block."""
-        label = None if self._after_warning else _label_of(stripped)
+        indented = strip_outer(ln.text)[:1].isspace()
+        self._in_traceback = (self._in_traceback and indented) or _TRACEBACK.search(
+            stripped
+        ) is not None
+        quiet = self._after_warning or self._in_traceback
+        label = None if quiet else _label_of(stripped)
         self._after_warning = _WARNING.search(stripped) is not None
         if label is not None:
             self._label = (label, ln.no)
@@ -1180,7 +1190,7 @@ def _label_of(text: str) -> str | None:
     """The label a free-text line gives the next block, or None for noise."""
     if len(text) > 200 or not re.search(r"[A-Za-z]", text) or _NOISE.search(text):
         return None
-    if _FOREIGN.search(text) or _PREAMBLE_COUNT.match(text):
+    if _FOREIGN.search(text) or _PREAMBLE_COUNT.match(text) or _SENTENCE.match(text):
         return None
     label = re.sub(r"^#{1,6}\s+", "", text).strip(" =-*#:>")
     return label or None

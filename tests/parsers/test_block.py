@@ -256,6 +256,26 @@ def test_dataset_facts_before_a_block_are_neither_a_block_nor_its_label() -> Non
 
 
 @pytest.mark.parametrize(
+    "above",
+    [
+        # vLLM's status sentences (0.11 ramp-up, 0.25+ trace self-timing)
+        ["Traffic ramp-up strategy: linear.", "Will increase RPS from 1 to 20 RPS over the run."],
+        ["Self timing is set, using the timestamps from the trace file."],
+        [  # a failed request's traceback (0.14): its code lines are no label
+            "Error 1: Traceback (most recent call last):",
+            '  File "/usr/lib/python3/aiohttp/client.py", line 1425, in __aenter__',
+            "    self._resp: _RetType = await self._coro",
+        ],
+    ],
+)
+def test_status_sentences_and_tracebacks_are_no_label(above: list[str]) -> None:
+    r = parse_text("\n".join([*above, *BLOCK, ""]), "sglang-bench-serving")
+    (block,) = r.sources[0].blocks
+    assert "label" not in block.settings
+    assert len(samples(r)) == 3
+
+
+@pytest.mark.parametrize(
     "below",
     [
         ["============ Serving Benchmark Result ============", *BLOCK],  # a titled block

@@ -859,15 +859,8 @@ class BlockReader:
                 self._label = b.label
             return
         if b.unknown:
-            shown = ", ".join(repr(label) for _, label in b.unknown[:_MAX_UNKNOWN_SHOWN])
-            more = len(b.unknown) - _MAX_UNKNOWN_SHOWN
-            tail = f" and {more} more" if more > 0 else ""
-            n = len(b.unknown)
-            self.ctx.warn(
-                b.unknown[0][0],
-                "unknown-row",
-                f"block {b.index}: {n} row{'s' if n > 1 else ''} not read: {shown}{tail}",
-            )
+            shown = _not_read([label for _, label in b.unknown], "row")
+            self.ctx.warn(b.unknown[0][0], "unknown-row", f"block {b.index}: {shown}")
 
     def _row(self, ln: Line, row: _Row, stripped: str) -> Iterator[Record]:
         b = self._block
@@ -978,9 +971,8 @@ class BlockReader:
     def _other(self, ln: Line, stripped: str) -> Iterator[Record]:
         """Free text outside a block: maybe the label of the next block."""
         indented = strip_outer(ln.text)[:1].isspace()
-        self._in_traceback = (self._in_traceback and indented) or _TRACEBACK.search(
-            stripped
-        ) is not None
+        started = _TRACEBACK.search(stripped) is not None
+        self._in_traceback = started or (self._in_traceback and indented)
         quiet = self._after_warning or self._in_traceback
         label = None if quiet else _label_of(stripped)
         self._after_warning = _WARNING.search(stripped) is not None
@@ -1117,15 +1109,7 @@ class BlockReader:
                     yield Setting(k, v, ln.no, block)
         if unread:
             self.ctx.count("unknown-field", len(unread))
-            shown = ", ".join(repr(k) for k in unread[:_MAX_UNKNOWN_SHOWN])
-            more = len(unread) - _MAX_UNKNOWN_SHOWN
-            tail = f" and {more} more" if more > 0 else ""
-            n = len(unread)
-            self.ctx.warn(
-                ln.no,
-                "unknown-field",
-                f"record {block}: {n} result{'s' if n > 1 else ''} not read: {shown}{tail}",
-            )
+            self.ctx.warn(ln.no, "unknown-field", f"record {block}: {_not_read(unread, 'result')}")
 
     def _positions(self, ln: Line, block: int, key: str, value: list[Any]) -> Iterator[Record]:
         """Per-position acceptance fractions of a record, one sample per position."""
@@ -1184,6 +1168,14 @@ def _flatten(key: str, value: Any) -> Iterator[tuple[str, JSON]]:
             yield key, _json_setting(value)
     else:
         yield key, _json_setting(value)
+
+
+def _not_read(names: list[str], what: str) -> str:
+    """`3 rows not read: 'a', 'b', 'c'` (the first few named)."""
+    n = len(names)
+    shown = ", ".join(repr(name) for name in names[:_MAX_UNKNOWN_SHOWN])
+    more = f" and {n - _MAX_UNKNOWN_SHOWN} more" if n > _MAX_UNKNOWN_SHOWN else ""
+    return f"{n} {what}{'s' if n > 1 else ''} not read: {shown}{more}"
 
 
 def _label_of(text: str) -> str | None:

@@ -606,6 +606,10 @@ def _economics(
             base_tok,
             session.target_tok_s,
         )
+        if estimate and _mean(values.get((name, "throughput_tok_s"))) is None:
+            # the cycle was estimated from the very Decode lines that give the measured
+            # rate: their ratio is ~100 % by construction, not an efficiency
+            e = dataclasses.replace(e, efficiency=None)
         out.append(
             economics_result(
                 e,

@@ -142,6 +142,10 @@ def test_vllm_cycle_estimate_pairs_spec_lines_with_engine_lines(tmp_path: Path) 
     # (L, R, G) of the two intervals, read off the fixture by hand
     by_hand = [1000 * 2.395 * 46 / 790.5, 1000 * 2.39 * 24 / 527.8]
     assert e.cycle_ms == pytest.approx(sum(by_hand) / 2)
+    # measured from the same Decode lines (no client throughput): ~100 % by construction
+    assert e.measured_tok_s == pytest.approx((790.5 + 527.8) / 2 / ((46 + 24) / 2))
+    assert e.efficiency is None
+    assert e.ceiling_tok_s is not None
     # how each log counts the bonus token is no confound (the analysis adjusts for it)
     (h,) = a.hypotheses
     assert "accept_len_counts_bonus" not in [c.setting for c in h.confounds]

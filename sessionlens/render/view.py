@@ -614,6 +614,8 @@ def _economics(e: EconomicsResult, a: Analysis, notes: _Notes) -> EconomicsView:
     verify = cfg.metrics.get("verify_ms_per_cycle") if cfg is not None else None
     if e.cycle_is_estimate:
         source = "estimated from the Decode lines (1000 · L · running requests / gen throughput)"
+        if e.measured_tok_s is not None and e.efficiency is None:
+            source += "; no efficiency: the measured rate comes from the same lines"
     elif e.cycle_share is not None and not (shares and abs(math.fsum(shares) - 1) <= 0.01):
         share = format_percent(e.cycle_share)
         detail = (

@@ -344,6 +344,23 @@ def test_binary_files_are_unknown_not_fatal(
     )
 
 
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_profiler_trace_is_named_not_read_as_lines(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, indent: int | None
+) -> None:
+    """PyTorch's `*.pt.trace.json` (SGLang's and vLLM's `--profile`), one line or
+    pretty-printed: one line says what it is; its bytes are hashed, not held as a line."""
+    trace = tmp_path / "rank0.pt.trace.json"
+    events = [{"ph": "X", "name": "aten::mm", "ts": i, "dur": 2} for i in range(3)]
+    trace.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}, indent=indent))
+    code, out, err = run(capsys, "parse", str(trace), "--format", "json")
+    assert code == 2
+    assert err.splitlines()[0] == (
+        f"{trace}: error: a profiler trace (JSON), not a log; leave it out with `exclude` in "
+        "sessionlens.toml [unknown-format]"
+    )
+
+
 def test_values_near_the_float_limit_are_reported_not_a_traceback(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:

@@ -12,6 +12,7 @@ The pipeline for one file:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,11 @@ PARSERS: dict[str, Parser] = {
 }
 
 THRESHOLD = 0.3
+# A profiler's Chrome-trace JSON (PyTorch's `*.pt.trace.json`, which SGLang's and vLLM's
+# `--profile` write): often hundreds of MB on one line, never a log.
+_TRACE = re.compile(
+    r'^\s*\{\s*"(?:schemaVersion|traceEvents|deviceProperties|displayTimeUnit)"\s*:'
+)
 
 
 def register(parser: Parser) -> None:
@@ -87,8 +93,9 @@ def parse_source(
     if format is not None and format not in PARSERS:
         known = ", ".join(sorted(PARSERS))
         raise UsageError(f"unknown format {format!r} (known: {known})")
-    # a binary file is not sniffed (unless its format is pinned)
-    fid = format or (None if src.binary else detect(src.head, src.name))
+    # a binary file or a trace is not sniffed (unless its format is pinned)
+    kind = src.binary or ("a profiler trace (JSON)" if _TRACE.match(src.head) else None)
+    fid = format or (None if kind else detect(src.head, src.name))
     ctx = ParseContext(file=source)
     batched = 0
 
@@ -102,8 +109,8 @@ def parse_source(
     summary: dict[str, Any] = {}
     blocks: dict[int, dict[str, Any]] = {}
     n_samples = 0
-    if fid is None and src.binary:
-        src.count_only()  # provenance needs the sha256; its bytes are not text
+    if fid is None and kind:
+        src.count_only()  # provenance needs the sha256; its bytes are not lines of a log
     elif fid is None:
         for _ in src.lines():  # read anyway: provenance needs lines and sha256
             pass
@@ -130,13 +137,14 @@ def parse_source(
         n_samples += batched
     diags = list(src.notes) + ctx.diagnostics
     is_empty = any(d.code == "empty-file" for d in src.notes)
-    if fid is None and src.binary:
+    if fid is None and kind:
+        what = f"{kind}, not a text log" if src.binary else f"{kind}, not a log"
         diags.append(
             dg.make(
                 "unknown-format",
                 source,
                 None,
-                f"{src.binary}, not a text log; leave it out with `exclude` in sessionlens.toml",
+                f"{what}; leave it out with `exclude` in sessionlens.toml",
             )
         )
     elif fid is None and not is_empty:

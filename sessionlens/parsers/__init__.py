@@ -109,11 +109,10 @@ def parse_source(
     summary: dict[str, Any] = {}
     blocks: dict[int, dict[str, Any]] = {}
     n_samples = 0
-    if fid is None and kind:
-        src.count_only()  # provenance needs the sha256; its bytes are not lines of a log
-    elif fid is None:
-        for _ in src.lines():  # read anyway: provenance needs lines and sha256
-            pass
+    if fid is None:
+        # read anyway, for provenance (sha256, lines), but not as lines: a file no parser
+        # reads may be one line of hundreds of MB, or binary
+        src.count_only()
     else:
         parser = PARSERS[fid]
         for rec in parser.parse(src, ctx):

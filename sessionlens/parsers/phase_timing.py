@@ -266,7 +266,10 @@ class Reader:
         raw = s.group("v")
         rest = after[s.end() :]
         terminated = s.group("pct") is not None or s.group("close") is not None
-        num = read_number(raw, at_end=not terminated and not rest.strip(), line_cut=ln.cut)
+        at_end = not terminated and not rest.strip()
+        # `( 97.0%)`: a share the line ends in, with neither `%` nor `)`, is cut (a wrapped
+        # or cut copy), whether or not a newline follows
+        num = read_number(raw, at_end=at_end, line_cut=ln.cut or at_end)
         if num.value is None:
             block.cut = True
             self.ctx.warn(

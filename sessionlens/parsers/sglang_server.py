@@ -372,7 +372,7 @@ class Reader:
                 # Fast path (nearly every field of a busy log): a known key as printed and
                 # a plain number with its full decimals.
                 spec = _FIELDS_PRINTED.get(item[:sep])
-                if spec is not None:
+                if spec is not None and spec[3] != "pct":  # a percent's `%` is checked below
                     raw = item[sep + 2 :]
                     v = _BOOLS.get(raw) if spec[3] == "bool" else _quick(raw, spec[2])
                     if v is not None:
@@ -476,6 +476,18 @@ class Reader:
                 )
             return None
         is_pct = value.endswith("%")
+        if how == "pct" and not is_pct:
+            # printed with a `%` after it: without one, the line broke inside the field (a
+            # wrapped or cut copy), or the value is not this field's
+            if at_end:
+                self.ctx.warn(
+                    ln.no,
+                    "truncated-value",
+                    f"{kind} field {shown!r} has no `%` ({raw.strip()!r}); no sample taken",
+                )
+            else:
+                self.ctx.count("unreadable-field")
+            return None
         if is_pct:
             value = value[:-1]
             at_end = False
@@ -1038,6 +1050,8 @@ def _learn(text: str) -> _Layout | None:
             shape, value_how = "(True|False)", "bool"
         else:
             pct = raw.endswith("%")
+            if how == "pct" and not pct:
+                return None  # `feed` says what is wrong with it
             num = raw[:-1] if pct else raw
             d = _DEC_SHAPE.fullmatch(num)
             if decimals:

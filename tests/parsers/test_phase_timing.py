@@ -108,6 +108,17 @@ def test_a_cut_share_gives_no_share_and_no_totals() -> None:
     ]
 
 
+def test_a_share_the_line_breaks_in_is_cut_though_a_newline_follows() -> None:
+    """`( 9` then `7.0%)` on the next line (a wrapped copy): not a share of 9 %."""
+    text = BLOCK.replace("( 92.9%)\n", "( 9\n2.9%)\n")
+    assert of(text, "phase_target_verify_share") == []
+    assert of(text, "cycle_ms") == []
+    assert (
+        diags(text)[0]
+        == "3:truncated-value:phase 'Target verify': share '9' is cut; no sample taken"
+    )
+
+
 def test_a_share_cut_after_its_last_decimal_is_cut_too() -> None:
     # `( 97.0` may be `( 97.05%)`: the profiler's decimals are not known, so it is cut
     assert of("Target verify:     29.47 ms/cyc  ( 97.0", "phase_target_verify_share") == []

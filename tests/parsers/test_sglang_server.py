@@ -552,6 +552,19 @@ def test_a_second_launch_is_flagged_with_what_changed() -> None:
     ]
 
 
+def test_a_percent_the_line_breaks_before_its_sign_is_cut() -> None:
+    """`cache hit rate: 1.91` then `%, ...` on the next line (a wrapped copy): not 191 %."""
+    line = (
+        "[10:02:40 DP0 TP0] Prefill batch. #new-seq: 8, #new-token: 2054, #cached-token: 40, "
+        "cache hit rate: 1.91\n%, #running-req: 0, #queue-req: 2\n"
+    )
+    assert "prefill_cache_hit_rate" not in [m for _, _, m, _ in rows(line)]
+    assert values(line, "prefill_new_tokens") == [2054]
+    assert diags(line) == [
+        "1:truncated-value:prefill field 'cache hit rate' has no `%` ('1.91'); no sample taken"
+    ]
+
+
 def test_the_same_dump_again_before_the_server_did_anything_is_one_launch() -> None:
     """SGLang 0.5's in-process Engine (bench_offline_throughput) logs its server args in
     `__init__`, then again as it starts its processes: one launch, not a restart."""

@@ -152,6 +152,20 @@ def test_cut_engine_line_keeps_complete_fields_only() -> None:
     assert values(ENGINE.split(", Waiting")[0] + ", Waiting: 1 re")["waiting_req"] == [1.0]
 
 
+@pytest.mark.parametrize("at", ["Running: 1", "Avg generation throughput: 31.", "usage: 0."])
+def test_a_line_broken_where_a_unit_should_follow_is_cut(at: str) -> None:
+    """A wrapped copy (tmux, `fold`, a paste): the line ends, newline and all, where the
+    field's unit or `%` is printed; its number may be the start of a longer one."""
+    head, tail = ENGINE.split(at, 1)
+    broken = f"{head}{at}\n{tail.lstrip()}\n"
+    got = values(broken)
+    assert diags(broken)[0] == "1:truncated-value"
+    clean = values(ENGINE + "\n")
+    for metric, found in got.items():  # what is read is what the clean line says
+        assert found == clean[metric]
+    assert len(got) < len(clean)
+
+
 def test_cut_idle_looking_line_gives_no_sample() -> None:
     cut = "INFO 05-12 08:21:03 [loggers.py:118] Engine 000: Avg prompt throughput: 0.0 tok"
     assert rows(cut) == []

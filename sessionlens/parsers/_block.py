@@ -109,6 +109,7 @@ _NOISE = re.compile(
     r"|^\s*(?:Initial test run|Warmup run|Warmup|Benchmark run|Probe run) completed\b"
 )
 _WARNING = re.compile(r"\b\w*Warning\b:")
+_BARE_FLOAT = re.compile(r"[-+]?\d+\.\d*")  # no `%` or unit after it to end it
 _TRACEBACK = re.compile(r"\bTraceback \(most recent call last\)")
 # A status sentence (`Will increase RPS from 1 to 20 RPS over the duration of the benchmark.`,
 # vLLM's `Self timing is set, ...`): never a block's label.
@@ -714,6 +715,8 @@ class BlockReader:
         self._last_cut = False
         self._after_warning = False  # Python echoes a warning's source line after it
         self._in_traceback = False  # a client's traceback: its indented lines label nothing
+        # A row's sample whose fewer decimals may be a cut: yielded if its block goes on.
+        self._held: tuple[Sample, str, str] | None = None
         # Inside a list under a bare `Heading:` outside a block (SGLang's `Generated shared
         # prefix dataset statistics:`), up to a blank line: facts, not a block's rows.
         self._in_list = False
@@ -725,6 +728,9 @@ class BlockReader:
         self._last_cut = ln.cut
         text = strip_outer(ln.text)
         stripped = text.strip()
+        if self._held is not None:
+            goes_on = bool(FOOTER.match(text) or SECTION.match(text) or parse_row(text))
+            yield from self._release(goes_on)
         if self._ns is not None:
             if self._ns_continues(text, stripped):
                 self._ns.body += stripped
@@ -802,6 +808,7 @@ class BlockReader:
 
     def finish(self) -> Iterator[Record]:
         """Records still owed at the end of the source."""
+        yield from self._release(False)
         if self._ns is not None:
             self._scan_ns(final=True)
         b = self._block
@@ -923,8 +930,15 @@ class BlockReader:
             spec.name.startswith("position_acceptance_rate_") and b.percent_positions
         )
         value = self._metric_value(ln, row, b.index, percent)
-        if value is not None:
-            yield Sample(spec.name, value, ln.no, b.index)
+        if value is None:
+            return
+        sample = Sample(spec.name, value, ln.no, b.index)
+        if row.at_end and _BARE_FLOAT.fullmatch(row.value) and decimals_of(row.value) < 2:
+            # Fewer decimals than `.2f` where the line ends: whole if the block goes on, else
+            # the copy was cut or wrapped there (a newline added after the cut).
+            self._held = (sample, row.label, row.value)
+            return
+        yield sample
 
     def _metric_value(self, ln: Line, row: _Row, block: int, percent: bool) -> float | None:
         """The row's number by DESIGN §2, or None with a diagnostic saying why."""
@@ -965,6 +979,21 @@ class BlockReader:
         if percent or rest.startswith("%"):
             return round(got.value / 100, decimals_of(num) + 2)
         return got.value
+
+    def _release(self, goes_on: bool) -> Iterator[Sample]:
+        """The held row's sample when its block goes on after it; else it was cut."""
+        if self._held is None:
+            return
+        (sample, label, raw), self._held = self._held, None
+        if goes_on:
+            yield sample
+            return
+        self.ctx.warn(
+            sample.line,
+            "truncated-value",
+            f"block {sample.block}: the value of {label!r} ({raw!r}) has fewer decimals than "
+            "its format prints and the block ends there: cut; no sample taken",
+        )
 
     # ------------------------------------------------------------------ other lines
 

@@ -370,7 +370,9 @@ def _run(ln: Line, text: str, m: re.Match[str], st: _State, ctx: ParseContext) -
                 level="warning",  # a run's sample is missing, not just a line skipped
             )
             break
-        num = read_number(raw, at_end=at_end, line_cut=ln.cut, decimals=decimals or None)
+        # every field prints a unit after it (`tokens`, `s`, `tok/s`, `toks)`): one the line
+        # ends without is cut, newline or not
+        num = read_number(raw, at_end=at_end, line_cut=ln.cut or at_end, decimals=decimals or None)
         if num.cut or num.value is None:
             ctx.warn(
                 ln.no, "truncated-value", f"run {run}: {metric} is cut ({raw!r}); no sample taken"

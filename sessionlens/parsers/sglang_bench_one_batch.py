@@ -13,7 +13,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .._lines import Line, SourceText
 from ..model import BlockStart, Record, Sample, Setting
@@ -344,7 +344,11 @@ class Reader:
             if entry is None:
                 continue
             metric, how, decimals = entry
-            r, _ = read_value(text, f.start, f.start + len(f.value), ln, decimals)
+            end = f.start + len(f.value)
+            r, stop = read_value(text, f.start, end, ln, decimals)
+            if r.value is not None and how != "setting" and text[stop:end].strip() in ("", "."):
+                # every timing prints its unit (`s`, `token/s`): the line broke before it
+                r = replace(r, value=None, cut=True)
             if r.value is None:
                 if r.cut:
                     self.ctx.warn(

@@ -82,7 +82,11 @@ def test_integer_at_end_of_cut_line_is_cut() -> None:
     r = parse_text("Run 1/2: 2048 tokens in 33.88s = 60.4 tok/s (prompt: 3", path="x.log")
     assert values(r, "throughput_tok_s") == [60.4]
     assert values(r, "prompt_tokens") == []
+    # a newline after it (an editor's, a fence's) does not make it whole: `toks)` is missing
     r = parse_text("Run 1/2: 2048 tokens in 33.88s = 60.4 tok/s (prompt: 3\n", path="x.log")
+    assert values(r, "prompt_tokens") == []
+    assert values(r, "throughput_tok_s") == [60.4]
+    r = parse_text("Run 1/2: 2048 tokens in 33.88s = 60.4 tok/s (prompt: 3)\n", path="x.log")
     assert values(r, "prompt_tokens") == [3]
 
 

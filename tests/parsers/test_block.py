@@ -333,10 +333,21 @@ def test_a_value_at_the_end_of_a_cut_last_line(last: str, expect: float | None) 
     assert "truncated-output" in codes
 
 
-def test_same_values_on_complete_lines_are_kept_whatever_their_decimals() -> None:
-    text = R("Successful requests:", 10) + "\n" + "Request throughput (req/s):   0.8\n"
-    r = parse_text(text, "sglang-bench-serving", path="x.log")
-    assert [v for _, _, v in samples(r)] == [10.0, 0.8]
+def test_fewer_decimals_than_printed_are_kept_where_the_block_goes_on() -> None:
+    """`0.8` (not `.2f`) on a line the block goes on after is whole; where the block ends
+    there, the copy may have been cut at `0.8` (of `0.85`) with a newline added after."""
+    rows = [R("Successful requests:", 10), "Request throughput (req/s):   0.8"]
+    for after, got in (
+        ([F("Benchmark duration (s):", 12.5), "=" * 50], [10.0, 0.8, 12.5]),
+        (["=" * 50], [10.0, 0.8]),  # the footer
+        (["```"], [10.0]),  # a fence closing a paste
+        ([".5"], [10.0]),  # a wrapped copy: `0.8` / `.5`
+        ([], [10.0]),  # the file's end
+    ):
+        r = parse_text("\n".join([*rows, *after, ""]), "sglang-bench-serving", path="x.log")
+        assert [v for _, _, v in samples(r)] == got
+        cut = [d for d in r.diagnostics if d.code == "truncated-value"]
+        assert len(cut) == (len(got) == 1)
 
 
 def test_percent_rows_are_fractions_and_nan_is_no_sample() -> None:

@@ -363,21 +363,28 @@ def _stage_times(ln: Line, ctx: ParseContext) -> Iterator[Record]:
 
 
 # mpirun's `--tag-output`: `[job,rank]<stdout>:` before every line of every rank.
-_MPI_TAG = re.compile(r"^\s*\[\d+,(?P<rank>\d+)\]<std(?:out|err)>:")
+_MPI_TAG = re.compile(r"\[\d+,(?P<rank>\d+)\]<std(?:out|err)>:")
+# SGLang's `[time TPn]` prefix, wherever it stands (journalctl, kubectl put theirs first).
+_RANKED_BRACKET = re.compile(r"\[[^\]]*\b(?:TP|DP|PP|EP|ATTN_CP|MOE_DP)\d+\s*\]")
+# A launcher's label before the phase line: `srun --label`'s `0: `, pdsh's `node1: `.
+_LABEL_TAG = re.compile(r"^\s*(?P<tag>[\w.-]{1,64}):\s(?=.*:\s*[-+]?\d[\d.]*\s*ms/cyc)")
 
 
 def _line_rank(text: str) -> str | None:
-    """The rank a phase line comes from: mpirun's tag, or the `TPn` of a `[... TPn]`
-    prefix (ranks printing at once interleave their blocks)."""
-    m = _MPI_TAG.match(text)
+    """The rank a phase line comes from (ranks printing at once interleave their blocks):
+    mpirun's tag, the `TPn` of a `[... TPn]` prefix, or a launcher's label (`0: `)."""
+    end = text.find("ms/cyc")
+    head = text[:end] if end > 0 else text
+    m = _MPI_TAG.search(head)
     if m is not None:
         return f"rank{m.group('rank')}"
-    at = text.find("]")
-    if at <= 0 or "P" not in text[:at]:
-        return None
-    from .sglang_server import _rank_of  # it imports this module
+    b = _RANKED_BRACKET.search(head)
+    if b is not None:
+        from .sglang_server import _rank_of  # it imports this module
 
-    return _rank_of(text[:at])[0]
+        return _rank_of(b.group())[0]
+    t = _LABEL_TAG.match(text)
+    return t.group("tag") if t is not None else None
 
 
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:

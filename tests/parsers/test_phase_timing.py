@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from sessionlens._lines import Line
@@ -212,3 +214,33 @@ def test_reader_blocks_can_be_numbered_by_the_embedding_parser() -> None:
     assert [r.block for r in recs if isinstance(r, BlockStart)] == [7, 8]
     assert {r.block for r in recs if isinstance(r, Sample)} == {7, 8}
     assert not reader.wants("[2025-10-20 16:46:03] INFO:     GET /health HTTP/1.1 200")
+
+
+@pytest.mark.parametrize(
+    "wrap",
+    [
+        lambda r, line: f"{r}: {line}",  # srun --label
+        lambda r, line: f"node{r + 1}: {line}",  # pdsh
+        lambda r, line: f"2026-11-29T10:00:00.123456789Z [1,{r}]<stdout>:{line}",  # kubectl+mpirun
+        lambda r, line: f"Nov 29 10:00:00 host python3[1234]: [2026-02-11 10:00:01 TP{r}] {line}",
+    ],
+    ids=["srun", "pdsh", "kubectl-mpirun", "journalctl"],
+)
+def test_two_ranks_behind_a_launcher_prefix_keep_their_own_blocks(
+    wrap: Callable[[int, str], str],
+) -> None:
+    """Interleaved ranks are told apart by the tag a launcher or logger puts first: rank
+    1's draft time is never added to rank 0's verify time."""
+    phases = {0: ("1.98", "6.5", "28.31", "93.5"), 1: ("2.40", "7.8", "28.20", "92.2")}
+    lines = []
+    for name, i in (("Draft (2 steps)", 0), ("Target verify", 2)):
+        for r, v in phases.items():
+            lines.append(wrap(r, f"{name}:  {v[i]} ms/cyc  ( {v[i + 1]}%)"))
+    r = parse_text("\n".join(lines) + "\n", "phase-timing")
+    got = {
+        rank: v
+        for rank, m, v in zip(r.columns.rank, r.columns.metric, r.columns.value, strict=True)
+        if m == "cycle_ms"
+    }
+    assert sorted(got.values()) == [30.29, 30.6]
+    assert len(got) == 2

@@ -39,6 +39,9 @@ _OUTER = re.compile(
     r"|[A-Za-z][\w.-]*[ \t]+\|(?:[ \t]|$)"
     r"|\((?:[\w.\-]+\s)?pid=\d+(?:,\s*ip=[\d.]+)?\)[ \t]"
     r"|\[pod/[\w.-]+/[\w.-]+\][ \t]"  # kubectl logs --prefix
+    # moreutils `ts` (`Nov 29 10:00:00 `) and journalctl (then `host python3[1234]: `)
+    r"|[A-Z][a-z]{2}[ \t]+\d{1,2}[ \t]+\d\d:\d\d:\d\d(?:\.\d+)?[ \t]"
+    r"(?:[\w.-]+[ \t][\w./@-]+\[\d+\]:[ \t])?"
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? - [\w.]+ - [A-Z]+ - "  # python logging
     r"|\d{1,9}[:-](?![\d:-])"  # grep -n without a file name (`7:`, context `7-`)
     r"|(?:[\w.~+-]*/)*[\w~+-][\w.~+-]*\.[A-Za-z]\w{0,7}(?:\.\d+)?(?:[:-]\d+)?[:-]))+"

@@ -346,8 +346,13 @@ class Reader:
             metric, how, decimals = entry
             end = f.start + len(f.value)
             r, stop = read_value(text, f.start, end, ln, decimals)
-            if r.value is not None and how != "setting" and text[stop:end].strip() in ("", "."):
-                # every timing prints its unit (`s`, `token/s`): the line broke before it
+            if (
+                r.value is not None
+                and how != "setting"
+                and not text[stop:end].strip()[:1].isalpha()
+            ):
+                # every timing prints its unit (`s`, `token/s`) after it: the line broke before
+                # it, or another line was glued on (`154.2` + `2025-07-02T...` of a `cat`)
                 r = replace(r, value=None, cut=True)
             if r.value is None:
                 if r.cut:
@@ -355,7 +360,7 @@ class Reader:
                         ln.no,
                         "truncated-value",
                         f"{kind} line: {f.key.split('. ')[-1]} is cut "
-                        f"({f.value.strip()!r}); no sample taken",
+                        f"({f.value.strip()[:30]!r}); no sample taken",
                     )
                 continue
             if how == "setting":

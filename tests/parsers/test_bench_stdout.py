@@ -139,6 +139,9 @@ PREFIXES = [
     "[1,0]<stdout>:",  # mpirun
     "- ",  # Markdown bullet
     "> - ",  # a quoted list
+    "Nov 29 10:00:07 ",  # moreutils `ts`
+    "Nov  9 10:00:07.123456 ",  # `ts -s`-like fractions, a one-digit day
+    "Nov 29 10:00:07 gpu-host python3[1234]: ",  # journalctl
 ]
 
 

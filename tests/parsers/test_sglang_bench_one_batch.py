@@ -314,3 +314,23 @@ def test_cut_anywhere_yields_only_samples_of_the_whole(path: Path) -> None:
     for at in sorted(cuts):
         part = set(samples(text[:at]))
         assert part <= whole, f"cut at byte {at}: {part - whole}"
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        "154.\n",  # cut at the decimal point, a newline added after (an editor, a fence)
+        "154.2\n",  # cut before its unit
+        "154.22025-07-02T09:14:40.1Z [2025-07-02 09:14:40 TP0] Load weight end.\n",  # `cat`
+    ],
+)
+def test_a_timing_without_its_unit_is_cut(tail: str) -> None:
+    text = (
+        "Prefill. latency: 0.03412 s, throughput:  15005.86 token/s\n"
+        f"Decode.  median latency: 0.00649 s, median throughput:    {tail}"
+    )
+    r = parse_text(text, "sglang-bench-one-batch", path="x.log")
+    got = dict(zip(r.columns.metric, r.columns.value, strict=True))
+    assert "decode_median_throughput_tok_s" not in got
+    assert got["decode_median_latency_s"] == 0.00649
+    assert r.diagnostics[0].code == "truncated-value"

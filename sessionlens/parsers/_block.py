@@ -874,6 +874,16 @@ class BlockReader:
 
     def _row(self, ln: Line, row: _Row, stripped: str) -> Iterator[Record]:
         b = self._block
+        if row.label[:1].islower():
+            # Every producer capitalises its labels: ` output token throughput (tok/s):` is
+            # the tail of a longer one (`Peak` cut off by a paste, or split by a warning
+            # written into the line), never that row.
+            if b is None or b.index is None:
+                yield from self._other(ln, stripped)
+            else:
+                b.unknown.append((ln.no, row.label))
+                self.ctx.count("unknown-row")
+            return
         spec = lookup(row.label, b.section if b is not None else None)
         if b is None:
             if spec is None and not row.value and not (row.at_end and ln.cut):

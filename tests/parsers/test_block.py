@@ -290,6 +290,27 @@ def test_a_bare_heading_right_above_a_block_is_its_label(below: list[str]) -> No
     assert len(samples(r)) == 3
 
 
+@pytest.mark.parametrize(
+    "broken",
+    [
+        # stderr written into a buffered stdout row (`2>&1 | tee`)
+        [
+            "Peak/usr/lib/python3/requests/__init__.py:102: RequestsDependencyWarning: old",
+            "  warnings.warn(",
+            " output token throughput (tok/s):    1312.00   ",
+        ],
+        [" output token throughput (tok/s):       1312.00   "],  # a paste cut at its start
+    ],
+)
+def test_the_tail_of_a_broken_label_is_not_that_row(broken: list[str]) -> None:
+    """` output token throughput (tok/s)` is `Peak output ...` cut: never output_throughput."""
+    text = "\n".join([BLOCK[0], BLOCK[2], *broken, BLOCK[3], ""])
+    r = parse_text(text, "sglang-bench-serving", path="x.log")
+    assert "output_throughput_tok_s" not in [m for _, m, _ in samples(r)]
+    assert [m for _, m, _ in samples(r)][-1] == "benchmark_duration_s"
+    assert len(r.sources[0].blocks) == 1
+
+
 def test_server_lines_inside_a_block_neither_end_it_nor_label_the_next() -> None:
     text = "\n".join(
         [

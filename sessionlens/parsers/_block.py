@@ -14,6 +14,7 @@ import itertools
 import json
 import math
 import re
+import shlex
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -112,6 +113,17 @@ _NOISE = re.compile(
     r"|^\s*(?:Initial test run|Warmup run|Warmup|Benchmark run|Probe run) completed\b"
 )
 _WARNING = re.compile(r"\b\w*Warning\b:")
+# A pasted shell command running a serving benchmark: its flags are the run's arguments
+# when no Namespace dump follows (a Namespace printed after it wins, key by key).
+_BENCH_COMMAND = re.compile(
+    # at the line's start, or after a shell prompt (`user@gpu:~$ `, `(venv) $ `, `!`), and
+    # environment assignments or wrappers (`CUDA_VISIBLE_DEVICES=0 nohup ...`)
+    r"^\s*(?:[^$#%>!]{0,80}?[$#%>!]\s*)?(?:(?:\w+=\S*|nohup|time|sudo|srun|uv\s+run)\s+)*"
+    r"(?:python[\d.]*\s+(?:-m\s+)?\S*?(?:sglang[./]bench_serving|sglang\.benchmark\.serving"
+    r"|benchmark_serving\.py|sglang[./]bench_offline_throughput)|vllm\s+bench\s+serve)"
+    r"(?:\.py)?(?=\s|$)(?P<args>.*)$"
+)
+_SHELL_STOP = frozenset({"|", "||", "&&", ";", "&", ">", ">>", "2>&1", "<"})
 _BARE_FLOAT = re.compile(r"[-+]?\d+\.\d*")  # no `%` or unit after it to end it
 _TRACEBACK = re.compile(r"\bTraceback \(most recent call last\)")
 # A status sentence (`Will increase RPS from 1 to 20 RPS over the duration of the benchmark.`,
@@ -718,6 +730,7 @@ class BlockReader:
         self._last_cut = False
         self._after_warning = False  # Python echoes a warning's source line after it
         self._in_traceback = False  # a client's traceback: its indented lines label nothing
+        self._command: str | None = None  # a benchmark command continued by a `\\`
         # A row's sample whose fewer decimals may be a cut: yielded if its block goes on.
         self._held: tuple[Sample, str, str] | None = None
         # Inside a list under a bare `Heading:` outside a block (SGLang's `Generated shared
@@ -775,6 +788,10 @@ class BlockReader:
             return
         if _FOREIGN.search(text):
             yield from self._foreign(ln)
+            return
+        c = _BENCH_COMMAND.search(text) if self._block is None else None
+        if c is not None or self._command is not None:
+            self._read_command(c["args"] if c is not None else text, ln.no)
             return
         if _NS_START.match(text):
             self._end_block()
@@ -1049,6 +1066,38 @@ class BlockReader:
             return False
         row = parse_row(text)
         return row is None or not row.padded
+
+    def _read_command(self, text: str, line: int) -> None:
+        """A benchmark command's `--flag value` pairs (a `\\` at the end continues it on
+        the next line), as settings of the next block."""
+        body = text.rstrip()
+        self._command = (self._command or "") + " " + body.rstrip("\\")
+        if body.endswith("\\"):
+            return
+        joined, self._command = self._command, None
+        self.ctx.count("command")
+        try:
+            tokens = shlex.split(joined, comments=True)
+        except ValueError:  # an unclosed quote (a cut paste)
+            tokens = joined.split()
+        key: str | None = None
+        values: list[str] = []
+
+        def flush() -> None:
+            if key:
+                value = setting_value(values[0]) if len(values) == 1 else " ".join(values)
+                self._pending[key] = (True if not values else value, line)
+
+        for tok in tokens:
+            if tok in _SHELL_STOP or tok.startswith((">", "2>", "1>")):
+                break
+            if tok.startswith("--") and len(tok) > 2:
+                flush()
+                name, eq, value = tok[2:].partition("=")
+                key, values = name.replace("-", "_"), [value] if eq else []
+            elif key is not None:
+                values.append(tok)
+        flush()
 
     def _scan_ns(self, final: bool) -> None:
         ns = self._ns

@@ -311,6 +311,34 @@ def test_the_tail_of_a_broken_label_is_not_that_row(broken: list[str]) -> None:
     assert len(r.sources[0].blocks) == 1
 
 
+def test_a_pasted_benchmark_command_gives_the_next_block_its_arguments() -> None:
+    """`$ python3 -m sglang.bench_serving --random-input-len 1024 ...` pasted above a block,
+    with no Namespace dump: its flags are the run's settings (confounds see them); a
+    Namespace printed after it wins key by key; shell redirections are not flags."""
+    title = "============ Serving Benchmark Result ============"
+    command = (
+        "user@gpu:~$ python3 -m sglang.bench_serving --backend sglang --random-input-len 1024 \\"
+    )
+    more = "    --num-prompts=200 --disable-tqdm --tag 'run a' 2>&1 | tee out.log --not-a-flag 1"
+    r = parse_text("\n".join([command, more, "", title, *BLOCK, ""]), "sglang-bench-serving")
+    (block,) = r.sources[0].blocks
+    got = {k: v for k, v in block.settings.items() if k not in ("label", "request_rate")}
+    assert got == {
+        "backend": "sglang",
+        "random_input_len": 1024,
+        "num_prompts": 200,
+        "disable_tqdm": True,
+        "tag": "run a",
+    }
+    ns = "Namespace(backend='sglang-oai', random_input_len=2048, request_rate=4.0)"
+    r = parse_text("\n".join([command, more, ns, title, *BLOCK, ""]), "sglang-bench-serving")
+    (block,) = r.sources[0].blocks
+    assert block.settings["random_input_len"] == 2048
+    vllm = "$ vllm bench serve --model m --max-concurrency 16 --random-input-len 512"
+    r = parse_text("\n".join([vllm, title, *BLOCK, ""]), "sglang-bench-serving")
+    assert r.sources[0].blocks[0].settings["max_concurrency"] == 16
+
+
 def test_server_lines_inside_a_block_neither_end_it_nor_label_the_next() -> None:
     text = "\n".join(
         [

@@ -69,6 +69,12 @@ _NOT_TARGET_CAPTURE = ("draft", "piecewise", "prefill")
 _MEM_USAGE = re.compile(r"mem usage=(?P<m>[\d.]+) GB")
 _TIMEOUT = re.compile(r"time(?:d)? ?out", re.IGNORECASE)
 _EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::(?:\s|$)|$)")
+# SGLang's line prefix (`[2025-11-14 09:12:44 TP0] `, `[10:02:11] `), at a line's start
+# after any outer prefix, or glued into another line by a `cat` of a cut log.
+_LINE_PREFIX = re.compile(
+    r"(?:^[^\[]{0,80})?\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:\.\d{3})?"
+    r"(?: (?:ATTN_CP|MOE_DP|DP|PP|TP|EP)\d{1,9})*\] "
+)
 _BRACKET_PREFIX = re.compile(r"^.*?\[[^\]]*\d{2}:\d{2}:\d{2}[^\]]*\]\s?")
 
 # One search tells whether a line that is neither a batch line nor an access line is an
@@ -285,6 +291,15 @@ class Reader:
 
     def _feed_own(self, ln: Line) -> Iterator[Record]:
         text = ln.text
+        at = text.find("] ")
+        if at > 0 and text.find("] ", at + 2) > 0:
+            # `cat` of a log cut mid-line and the next one: the second line's prefix stands
+            # inside this one. The text before it is a cut line; the rest a line of its own.
+            glued = _LINE_PREFIX.search(text, at + 2)
+            if glued is not None and _LINE_PREFIX.match(text) is not None:
+                yield from self._feed_own(Line(ln.no, text[: glued.start()], True))
+                yield from self._feed_own(Line(ln.no, text[glued.start() :], ln.cut))
+                return
         if self._tb is not None and self._traceback_line(ln):
             return
         if ln.cut or self.phase.wants(text):

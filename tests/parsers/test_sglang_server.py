@@ -565,6 +565,17 @@ def test_a_percent_the_line_breaks_before_its_sign_is_cut() -> None:
     ]
 
 
+def test_a_log_cut_mid_line_then_another_glued_on_by_cat() -> None:
+    """`cat a.log b.log` where `a` ends mid-line: the cut line gives its complete fields and
+    a truncated-value, and the glued line (here the next launch's server args) is read."""
+    args = "[2025-05-03 10:00:00] server_args=ServerArgs(model_path='m', tp_size=1)\n"
+    cut = dec("TP0").replace(", #queue-req: 0, \n", "")[:-3]  # `gen throughput ...: 10`
+    text = args + dec("TP0") + cut + args.replace("tp_size=1", "tp_size=2")
+    assert [d.split(":")[1] for d in diags(text)] == ["truncated-value", "server-restart"]
+    assert values(text, "gen_throughput_tok_s") == [10.0]
+    assert values(text, "running_req") == [4, 4]  # the cut line's complete fields are kept
+
+
 def test_the_same_dump_again_before_the_server_did_anything_is_one_launch() -> None:
     """SGLang 0.5's in-process Engine (bench_offline_throughput) logs its server args in
     `__init__`, then again as it starts its processes: one launch, not a restart."""

@@ -1084,9 +1084,14 @@ class BlockReader:
         values: list[str] = []
 
         def flush() -> None:
-            if key:
-                value = setting_value(values[0]) if len(values) == 1 else " ".join(values)
-                self._pending[key] = (True if not values else value, line)
+            if not key:
+                return
+            value: JSON = True  # a switch (`--disable-tqdm`)
+            if len(values) == 1:
+                value = setting_value(values[0])
+            elif values:
+                value = " ".join(values)
+            self._pending[key] = (value, line)
 
         for tok in tokens:
             if tok in _SHELL_STOP or tok.startswith((">", "2>", "1>")):

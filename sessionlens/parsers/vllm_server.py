@@ -88,17 +88,20 @@ _ENGINE_FIELDS: dict[str, tuple[str, str, int]] = {
     "external prefix cache hit rate": ("external_prefix_cache_hit_rate", "pct", 1),
     "mm cache hit rate": ("mm_cache_hit_rate", "pct", 1),
 }
-# What every version prints after an engine field's number (`%` after a percentage): a
-# line that ends where it should stand broke inside the field (a wrapped or cut copy).
-_ENGINE_UNITS = {
-    "prompt_throughput_tok_s": "tokens/s",
-    "gen_throughput_tok_s": "tokens/s",
-    "running_req": "reqs",
-    "waiting_req": "reqs",
-    "swapped_req": "reqs",
-    "deferred_req": "reqs",
-    "corrupted_req": "reqs",
-}
+# Engine fields every version prints a unit after (`tokens/s`, `reqs`; a percentage its
+# `%`): a line that ends where the unit should stand broke inside the field (a wrapped or
+# cut copy).
+_WITH_UNIT = frozenset(
+    {
+        "prompt_throughput_tok_s",
+        "gen_throughput_tok_s",
+        "running_req",
+        "waiting_req",
+        "swapped_req",
+        "deferred_req",
+        "corrupted_req",
+    }
+)
 _KV_USAGE = re.compile(r"(?:^|\W)(?P<dev>[A-Za-z0-9_]+) KV cache usage$", re.I)
 _KV_FETCH = ("kv_fetch_waiting_req", "kv_fetch_in_progress_req", "kv_fetch_completed_waiting_req")
 # The fields that say whether anything happened in the interval (see `_idle`).
@@ -522,7 +525,7 @@ class Reader:
                 continue
             metric, kind, decimals = entry
             r, stop = read_value(text, f.start, end, ln, decimals)
-            unit = "%" if kind == "pct" else _ENGINE_UNITS.get(metric)
+            unit = kind == "pct" or metric in _WITH_UNIT
             if r.value is not None and unit and text[stop:end].strip() in ("", "."):
                 r = _Read(None, True, False)  # the line ends where the unit should be
             if r.value is None:

@@ -242,9 +242,11 @@ def read_value(
         )
         return _Read(None, cut, False), pos
     raw, stop = m.group(), m.end()
-    if raw.endswith(".") and (stop < len(text) or not ln.cut):
+    if raw.endswith(".") and (stop < len(text) or not ln.cut) and not decimals:
         # a sentence's full stop (V0 lines end with one), not a decimal point: the number
-        # is complete, unless a cut line ends right there (`6.` may have been `6.2`)
+        # is complete, unless a cut line ends right there (`6.` may have been `6.2`); a
+        # field printed with decimals never ends in its point (`Draft acceptance rate: 0.`
+        # is a line broken there)
         raw, stop = raw[:-1], stop - 1
         at_end = False
     else:

@@ -331,6 +331,20 @@ V0_INIT = (
 )
 
 
+@pytest.mark.parametrize("at", ["Draft acceptance rate: 0.", "System efficiency: 0."])
+def test_a_v0_line_broken_at_a_decimal_point_is_cut_not_a_full_stop(at: str) -> None:
+    """V0's sentence ends in a full stop after its last count; a field printed with
+    decimals never ends in its point: `0.` then `587, ...` is a wrapped copy."""
+    line = V0_SPEC.format(a=1320, d=2250, e=1623)
+    head = line[: line.index(at) + len(at)]
+    text = V0_INIT + head + "\n" + line[len(head) :] + "\n"
+    got = values(text)
+    assert 0.0 not in got.get("draft_acceptance_rate", []) + got.get("system_efficiency", [])
+    assert "1:truncated-value" not in diags(text)
+    assert "2:truncated-value" in diags(text)
+    assert values(V0_INIT + line + "\n")["emitted_tokens"] == [1623.0]  # its full stop
+
+
 def test_v0_counters_become_deltas_from_engine_start() -> None:
     text = (
         V0_INIT

@@ -494,28 +494,14 @@ class Reader:
         if how == "pct" and not is_pct:
             # printed with a `%` after it: without one, the line broke inside the field (a
             # wrapped or cut copy), or the value is not this field's
-            if at_end:
-                self.ctx.warn(
-                    ln.no,
-                    "truncated-value",
-                    f"{kind} field {shown!r} has no `%` ({raw.strip()!r}); no sample taken",
-                )
-            else:
-                self.ctx.count("unreadable-field")
+            self._unread(ln, kind, shown, at_end, f"has no `%` ({raw.strip()!r})")
             return None
         if is_pct:
             value = value[:-1]
             at_end = False
         num = read_number(value, at_end=at_end, line_cut=ln.cut, decimals=decimals)
         if num.value is None:
-            if num.cut:
-                self.ctx.warn(
-                    ln.no,
-                    "truncated-value",
-                    f"{kind} field {shown!r} is cut ({raw.strip()!r}); no sample taken",
-                )
-            else:
-                self.ctx.count("unreadable-field")
+            self._unread(ln, kind, shown, num.cut, f"is cut ({raw.strip()!r})")
             return None
         v = num.value
         if v != v:  # nan: no sample, but counted
@@ -528,6 +514,15 @@ class Reader:
         if metric is not None:
             out.append((metric, v))
         return "usage" if how in ("usage", "pool") else "ok"
+
+    def _unread(self, ln: Line, kind: str, shown: str, cut: bool, why: str) -> None:
+        """A field that gives no sample: cut (a `truncated-value` saying `why`) or not
+        readable (counted)."""
+        if cut:
+            message = f"{kind} field {shown!r} {why}; no sample taken"
+            self.ctx.warn(ln.no, "truncated-value", message)
+        else:
+            self.ctx.count("unreadable-field")
 
     def _unknown_field(self, ln: Line, key: str, kind: str) -> None:
         self.ctx.count("unknown-field")

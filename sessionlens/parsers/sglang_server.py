@@ -25,6 +25,7 @@ from ..model import (
     Sample,
     SampleBatch,
     Setting,
+    SummaryItem,
     batch_columns,
     batch_schema,
 )
@@ -238,6 +239,7 @@ class Reader:
         self._lowest: dict[str, tuple[int, ...]] = {}  # lowest rank key seen per DP group
         self._settled: set[str] = set()  # groups whose lowest rank is known from a past batch
         self._launch: tuple[int, dict[str, object]] | None = None  # first server_args dump
+        self._starts: list[int] = []  # the line of every server start (DESIGN §5 launches)
         # the last dump's settings, and the count of a server's doings when it came
         self._last_args: tuple[dict[str, object], int] | None = None
         self._tb: _Traceback | None = None
@@ -335,6 +337,8 @@ class Reader:
         if self._tb is not None:
             self._close_traceback()
         yield from self.phase.finish()
+        if self._starts:
+            yield SummaryItem("launch_lines", list(self._starts))
         if self._retracts and self._retract_first is not None:
             times = "once" if self._retracts == 1 else f"{self._retracts} times"
             self.ctx.warn(
@@ -611,6 +615,7 @@ class Reader:
             # in-process Engine logs it in `__init__` and again as it starts its processes).
             self.ctx.count("server-args-repeat")
             return
+        self._starts.append(ln.no)
         if self._launch is None:
             self._launch = (ln.no, settings)
         else:

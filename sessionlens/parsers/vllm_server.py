@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from .. import _literal
 from .._lines import Line, SourceText
-from ..model import BlockStart, Record, Sample, Setting
+from ..model import BlockStart, Record, Sample, Setting, SummaryItem
 from . import phase_timing
 from .base import ParseContext, read_number
 
@@ -302,6 +302,8 @@ class Reader:
         self._k: int | None = None  # number of speculative tokens, from the config
         self._cumulative: dict[tuple[str | None, str], float] = {}
         self._version: str | None = None
+        self._starts: list[int] = []  # the line of every server start
+        self._start_done = 0  # engine and spec lines counted at the last start
         self._config_seen = False
         self._settings_done: set[str] = set()
         self._unknown: set[str] = set()
@@ -416,6 +418,8 @@ class Reader:
 
     def finish(self) -> Iterator[Record]:
         """Records owed at the end: the bonus-token fact, idle and baseline notes."""
+        if self._starts:
+            yield SummaryItem("launch_lines", list(self._starts))
         if self._idle_count:
             self.ctx.warn(
                 self._idle_first,
@@ -812,6 +816,12 @@ class Reader:
     def _set_version(self, ln: Line, ver: str) -> Iterator[Record]:
         ver = ver.rstrip(".,;")
         self.ctx.count("version")
+        # A version line after engine intervals is a new server start (DESIGN §5 launches);
+        # the API server's and the engine's version lines of one start are one.
+        done = self.ctx.counts["engine"] + self.ctx.counts["spec"]
+        if not self._starts or done > self._start_done:
+            self._starts.append(ln.no)
+            self._start_done = done
         if self._version is None and ver:
             self._version = ver
             yield Setting("vllm_version", ver, ln.no)

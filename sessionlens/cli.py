@@ -131,7 +131,7 @@ def parse_cmd(
     ] = None,
 ) -> int:
     """Parse log files into the tidy sample table and print a summary, JSON, CSV or Parquet."""
-    from . import _discover, _output
+    from . import _discover, _launch, _output
     from ._progress import progress as progress_bar
     from .errors import InputError
     from .model import ParseResult, SampleColumns
@@ -169,6 +169,7 @@ def parse_cmd(
             )
             sources.append(info)
             diags.extend(file_diags)
+    columns.set_launches(_launch.of_sources(sources, columns))
     result = ParseResult(sources, diags, columns)
     for d in result.diagnostics:
         _err(str(d))

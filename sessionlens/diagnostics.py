@@ -48,7 +48,7 @@ CODES: dict[str, tuple[Level, str]] = {
     "mixed-accept-len": ("warning", "acceptance lengths count the bonus token differently"),
     "zero-variance": ("info", "all values are equal"),
     # --- sglang-server / phase-timing / server args codes ---
-    "server-restart": ("warning", "a server log holds several launches; their samples are pooled"),
+    "server-restart": ("warning", "a server log holds several launches (each a launch of its own)"),
     # --- serving benchmark codes ---
     "unknown-row": ("info", "rows of a benchmark block that no alias maps were skipped"),
     "bad-record": ("warning", "a JSONL line is not a JSON benchmark record; it was skipped"),

@@ -23,8 +23,16 @@ DEFAULT_MIN_EFFECT = 0.02
 DEFAULT_ALPHA = 0.05
 DEFAULT_METRIC = "throughput_tok_s"
 
-TOP_KEYS = {"title", "alpha", "target_tok_s", "exclude", "configs", "hypotheses"}
-CONFIG_KEYS = {"paths", "label", "format", "settings"}
+TOP_KEYS = {
+    "title",
+    "alpha",
+    "target_tok_s",
+    "exclude",
+    "launch_noise",
+    "configs",
+    "hypotheses",
+}
+CONFIG_KEYS = {"paths", "label", "format", "settings", "launch_per_file"}
 HYPOTHESIS_KEYS = {
     "id",
     "claim",
@@ -47,6 +55,7 @@ class ConfigSpec(BaseModel):
     paths: list[str]
     format: str | None = None
     settings: dict[str, Any] = Field(default_factory=dict)
+    launch_per_file: bool = False
     line: int | None = None
 
 
@@ -78,6 +87,7 @@ class Manifest(BaseModel):
     alpha: float = DEFAULT_ALPHA
     target_tok_s: float | None = None
     exclude: list[str] = Field(default_factory=list)
+    launch_noise: float | dict[str, float] | None = None
     configs: list[ConfigSpec] = Field(default_factory=list)
     hypotheses: list[HypothesisSpec] = Field(default_factory=list)
 
@@ -169,6 +179,8 @@ def load(path: Path, shown: str = "sessionlens.toml") -> Manifest:
     if not isinstance(exclude, list) or not all(isinstance(x, str) for x in exclude):
         raise _err(shown, loc.key("exclude"), "exclude must be a list of glob strings")
 
+    launch_noise = _launch_noise(data.get("launch_noise"), shown, loc)
+
     configs: list[ConfigSpec] = []
     raw_configs = data.get("configs", {})
     if not isinstance(raw_configs, dict):
@@ -210,6 +222,13 @@ def load(path: Path, shown: str = "sessionlens.toml") -> Manifest:
         settings = body.get("settings", {})
         if not isinstance(settings, dict):
             raise _err(shown, loc.key("settings", line) or line, "settings must be a table")
+        per_file = body.get("launch_per_file", False)
+        if not isinstance(per_file, bool):
+            raise _err(
+                shown,
+                loc.key("launch_per_file", line) or line,
+                f"launch_per_file must be true or false, not {per_file!r}",
+            )
         configs.append(
             ConfigSpec(
                 name=name,
@@ -217,6 +236,7 @@ def load(path: Path, shown: str = "sessionlens.toml") -> Manifest:
                 paths=paths,
                 format=fmt,
                 settings=_flatten(settings),
+                launch_per_file=per_file,
                 line=line,
             )
         )
@@ -307,9 +327,29 @@ def load(path: Path, shown: str = "sessionlens.toml") -> Manifest:
         alpha=float(alpha),
         target_tok_s=float(target) if target is not None else None,
         exclude=exclude,
+        launch_noise=launch_noise,
         configs=configs,
         hypotheses=hyps,
     )
+
+
+def _launch_noise(value: Any, shown: str, loc: _Locator) -> float | dict[str, float] | None:
+    """`launch_noise = 0.03` or `{ throughput_tok_s = 0.03, ... }`: a CV (fraction) >= 0."""
+    if value is None:
+        return None
+
+    def cv(x: Any, where: str) -> float:
+        if not _number(x) or not 0 <= x < math.inf:
+            raise _err(
+                shown,
+                loc.key("launch_noise") or loc.table("launch_noise"),
+                f"{where} must be a launch-to-launch CV, a fraction >= 0 (0.03 for 3 %), not {x!r}",
+            )
+        return float(x)
+
+    if isinstance(value, dict):
+        return {str(k): cv(v, f"launch_noise.{k}") for k, v in value.items()}
+    return cv(value, "launch_noise")
 
 
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

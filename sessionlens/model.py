@@ -8,7 +8,7 @@ or format. A day-long server log yields millions of samples: no pydantic per sam
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
@@ -111,6 +111,14 @@ SAMPLE_COLUMNS: tuple[str, ...] = (
 # The columns of a `SampleBatch`: a source's samples, before config and source are known.
 BATCH_COLUMNS: tuple[str, ...] = SAMPLE_COLUMNS[2:]
 
+# The tidy table of DESIGN §3 as given out: the stored columns, and the launch and load point
+# of each row (derived from its source and line, and its source and block, when the table is
+# read: the parsers do not know them, the session decides them from every file of a folder).
+TIDY_COLUMNS: tuple[str, ...] = (*SAMPLE_COLUMNS[:7], "launch", "load", *SAMPLE_COLUMNS[7:])
+
+# A source's launches: (first line, launch name) in line order; the first starts at line 0.
+LaunchSpans = list[tuple[int, str]]
+
 
 def batch_schema() -> dict[str, Any]:
     """The polars types of `BATCH_COLUMNS`."""
@@ -171,7 +179,9 @@ class SampleColumns:
     __slots__ = (
         "_block",
         "_config",
+        "_launches",
         "_line",
+        "_loads",
         "_metric",
         "_part_keys",
         "_parts",
@@ -200,6 +210,23 @@ class SampleColumns:
         self._ts: list[str | None] = []
         self._metric: list[str] = []
         self._value: list[float] = []
+        # per source, its launches (`set_launches`), and the load point of its blocks
+        self._launches: dict[str, LaunchSpans] = {}
+        self._loads: dict[tuple[str, int], str] = {}
+
+    def set_launches(self, launches: dict[str, LaunchSpans]) -> None:
+        """The launches of each source (DESIGN §5): the `launch` column. A source not named
+        has no launch (null)."""
+        self._launches = dict(launches)
+
+    def set_loads(self, loads: dict[tuple[str, int], str]) -> None:
+        """The load point of (source, block) pairs (DESIGN §5): the `load` column."""
+        self._loads = dict(loads)
+
+    @property
+    def launches(self) -> dict[str, LaunchSpans]:
+        """Each source's launches, as set."""
+        return self._launches
 
     def __len__(self) -> int:
         return len(self._value) + sum(p.height for p in self._parts)
@@ -349,10 +376,32 @@ class SampleColumns:
             names.update(str(m) for m in part["metric"].unique().to_list())
         return names
 
+    def first_ts(self, sources: Iterable[str]) -> dict[str, str]:
+        """The first timestamp (in line order) each of these sources prints, where it has one."""
+        import polars as pl
+
+        wanted = list(sources)
+        if not wanted or len(self) == 0:
+            return {}
+        found = (
+            self.lazy(categorical=True)
+            .with_columns(pl.col("source", "ts").cast(pl.String))
+            .filter(pl.col("source").is_in(wanted) & pl.col("ts").is_not_null())
+            .group_by("source")
+            .agg(pl.col("ts").sort_by("line").first())
+            .collect()
+        )
+        return dict(zip(found["source"].to_list(), found["ts"].to_list(), strict=True))
+
     def rows(self) -> list[dict[str, Any]]:
-        """The rows as dicts in column order (for JSON)."""
-        cols = [self._column(name) for name in SAMPLE_COLUMNS]
-        return [dict(zip(SAMPLE_COLUMNS, row, strict=True)) for row in zip(*cols, strict=True)]
+        """The rows as dicts in the tidy table's column order (for JSON)."""
+        if not self._parts and not self._launches and not self._loads:
+            held = [self._column(name) for name in SAMPLE_COLUMNS]
+            cols = [*held[:7], [None] * len(self._value), [None] * len(self._value), *held[7:]]
+        else:
+            frame = self.frame()
+            cols = [frame[name].to_list() for name in TIDY_COLUMNS]
+        return [dict(zip(TIDY_COLUMNS, row, strict=True)) for row in zip(*cols, strict=True)]
 
     def lazy(self, *, categorical: bool = False) -> pl.LazyFrame:
         """The tidy table as a lazy frame (strings as categoricals if asked): for streaming
@@ -370,7 +419,11 @@ class SampleColumns:
     def lazy_parts(self, *, categorical: bool = False) -> list[pl.LazyFrame]:
         """The tidy table as lazy frames, part by part, in order (for reading a few rows of
         every part without building the whole table). It joins the last run of parts (the
-        same rows, fewer parts): like adding rows, not for two threads at once."""
+        same rows, fewer parts): like adding rows, not for two threads at once.
+
+        With `categorical` (the analysis' own reads) the strings stay categoricals and the
+        stored columns are all there is; without it (the table as given out) each row's
+        `launch` and `load` are added."""
         import polars as pl
 
         self._join(self._run_from)
@@ -387,16 +440,22 @@ class SampleColumns:
         schema = _schema()
         text = pl.Categorical if categorical else pl.String
         out = []
-        for lf in parts:
+        keys = [*self._part_keys, *([None] if len(parts) > len(self._part_keys) else [])]
+        for lf, key in zip(parts, keys, strict=True):
             have = lf.collect_schema().names()
-            out.append(
-                lf.select(
-                    (pl.col(name).cast(text if name in _STRING_COLUMNS else schema[name]))
-                    if name in have
-                    else pl.lit(None, schema[name]).alias(name)
-                    for name in SAMPLE_COLUMNS
-                )
-            )
+            cols = [
+                (pl.col(name).cast(text if name in _STRING_COLUMNS else schema[name]))
+                if name in have
+                else pl.lit(None, schema[name]).alias(name)
+                for name in SAMPLE_COLUMNS
+            ]
+            if not categorical:
+                source = None if key is None else key.source
+                cols[7:7] = [
+                    _launch_expr(self._launches, source).alias("launch"),
+                    _load_expr(self._loads, source).alias("load"),
+                ]
+            out.append(lf.select(cols))
         return out
 
     def frame(self) -> pl.DataFrame:
@@ -426,6 +485,55 @@ class _PartKey(NamedTuple):
         if self.rank is not None:
             cols.append(pl.lit(self.rank[0], pl.String).alias("rank"))
         return cols
+
+
+def _spans_expr(spans: LaunchSpans) -> pl.Expr:
+    """The launch of a row of one source, by its line."""
+    import polars as pl
+
+    expr = pl.lit(spans[0][1], pl.String)
+    for line, name in spans[1:]:
+        expr = pl.when(pl.col("line") >= line).then(pl.lit(name, pl.String)).otherwise(expr)
+    return expr
+
+
+def _launch_expr(launches: dict[str, LaunchSpans], source: str | None) -> pl.Expr:
+    """The `launch` column: of one known source (a packed part's), or by each row's source."""
+    import polars as pl
+
+    if source is not None:
+        spans = launches.get(source)
+        return _spans_expr(spans) if spans else pl.lit(None, pl.String)
+    one = {s: v[0][1] for s, v in launches.items() if len(v) == 1}
+    expr = (
+        pl.col("source").cast(pl.String).replace_strict(one, default=None, return_dtype=pl.String)
+    )
+    for s, spans in launches.items():
+        if len(spans) > 1:
+            expr = (
+                pl.when(pl.col("source").cast(pl.String) == s)
+                .then(_spans_expr(spans))
+                .otherwise(expr)
+            )
+    return expr
+
+
+def _load_expr(loads: dict[tuple[str, int], str], source: str | None) -> pl.Expr:
+    """The `load` column: the load point of each row's (source, block)."""
+    import polars as pl
+
+    if source is not None:
+        mine = {block: load for (s, block), load in loads.items() if s == source}
+        if not mine:
+            return pl.lit(None, pl.String)
+        return pl.col("block").replace_strict(mine, default=None, return_dtype=pl.String)
+    if not loads:
+        return pl.lit(None, pl.String)
+    keyed = {f"{s}\x00{block}": load for (s, block), load in loads.items()}
+    key = pl.concat_str(
+        pl.col("source").cast(pl.String), pl.lit("\x00"), pl.col("block").cast(pl.String)
+    )
+    return key.replace_strict(keyed, default=None, return_dtype=pl.String)
 
 
 def _schema() -> dict[str, Any]:

@@ -13,12 +13,12 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from . import _discover
+from . import _discover, _launch
 from . import diagnostics as dg
 from ._progress import progress as progress_bar
 from .errors import ManifestError, UsageError
 from .manifest import ConfigSpec, HypothesisSpec, Manifest, load, parse_hypothesis
-from .model import SampleColumns, SourceInfo
+from .model import LaunchSpans, SampleColumns, SourceInfo
 from .parsers import parse_path
 
 if TYPE_CHECKING:
@@ -44,6 +44,7 @@ class Session:
         baseline: str | None,
         cli_hypotheses: list[str],
         has_manifest: bool,
+        launch_noise: float | dict[str, float] | None = None,
     ) -> None:
         self.root = root
         self.title = title
@@ -59,6 +60,18 @@ class Session:
         self.baseline = baseline
         self.cli_hypotheses = cli_hypotheses
         self.has_manifest = has_manifest
+        # the manifest's launch-to-launch CV (DESIGN §5 "given"), one or per metric
+        self.launch_noise = launch_noise
+
+    @property
+    def launches(self) -> dict[str, LaunchSpans]:
+        """Each source's launches (DESIGN §5): `(first line, name)` spans."""
+        return self.columns.launches
+
+    @property
+    def series_sources(self) -> frozenset[str]:
+        """Sources whose samples are a server's interval series (autocorrelated)."""
+        return frozenset(s.path for s in self.sources if s.format in _launch.SERVER_FORMATS)
 
     @property
     def samples(self) -> pl.DataFrame:
@@ -279,6 +292,11 @@ def load_session(
                     )
                 )
 
+    per_file = {c.name for c in configs if c.launch_per_file}
+    columns.set_launches(
+        _launch.of_sources(sources, columns, {rel for rel, c in assign.items() if c in per_file})
+    )
+
     hyps = list(manifest.hypotheses) if manifest else []
     taken = {h.id for h in hyps}
     number = len(hyps)
@@ -325,4 +343,5 @@ def load_session(
         baseline=baseline,
         cli_hypotheses=list(hypotheses),
         has_manifest=manifest is not None,
+        launch_noise=manifest.launch_noise if manifest else None,
     )

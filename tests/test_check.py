@@ -135,7 +135,7 @@ def test_gate_fails_closed(
     assert code == 1
     assert err.splitlines()[0] == (
         "s/sessionlens.toml:2: error: unknown key 'nope' in config "
-        "'a' (known: format, label, paths, settings) [bad-manifest]"
+        "'a' (known: format, label, launch_per_file, paths, settings) [bad-manifest]"
     )
 
 

@@ -50,9 +50,13 @@ def test_parse_json_seed(capsys: pytest.CaptureFixture[str]) -> None:
         "run",
         "rank",
         "ts",
+        "launch",
+        "load",
         "metric",
         "value",
     }
+    assert doc["samples"][0]["launch"] == SEED.parent.as_posix()
+    assert doc["samples"][0]["load"] is None
     assert "[truncated-output]" in err
 
 
@@ -66,7 +70,9 @@ def test_parse_table(capsys: pytest.CaptureFixture[str]) -> None:
 def test_parse_csv_and_parquet(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, _ = run(capsys, "parse", str(SEED), "--format", "csv")
     assert code == 0
-    assert out.splitlines()[0] == "config,source,line,block,run,rank,ts,metric,value"
+    assert out.splitlines()[0] == (
+        "config,source,line,block,run,rank,ts,launch,load,metric,value"
+    )
     assert len(out.splitlines()) == 21
     target = tmp_path / "s.parquet"
     code, out, _ = run(capsys, "parse", str(SEED), "--out", str(target))
@@ -249,7 +255,7 @@ def test_report_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> No
     assert code == 2
     assert err == (
         f"{tmp_path / 's' / 'sessionlens.toml'}:2: error: unknown key 'bogus' in "
-        "config 'a' (known: format, label, paths, settings) [manifest]\n"
+        "config 'a' (known: format, label, launch_per_file, paths, settings) [manifest]\n"
     )
     code, _, err = run(
         capsys, "report", str(EXAMPLE), "--out", str(EXAMPLE / "eagle3-decode" / "bench.log")

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import _lines
+from .. import _launch, _lines
 from .. import diagnostics as dg
 from ..errors import ParseError, UsageError
 from ..model import (
@@ -227,6 +227,7 @@ def parse_file(path: str | Path, format: str | None = None, strict: bool = False
     columns = SampleColumns()
     config = p.resolve().parent.name
     info, diags = parse_path(p, config=config, source=str(path), columns=columns, format=format)
+    columns.set_launches(_launch.of_sources([info], columns))
     result = ParseResult([info], diags, columns)
     return _strict(result) if strict else result
 
@@ -238,5 +239,6 @@ def parse_text(
     columns = SampleColumns()
     src = _lines.from_text(text, path)
     info, diags = parse_source(src, config="", source=path, columns=columns, format=format)
+    columns.set_launches(_launch.of_sources([info], columns))
     result = ParseResult([info], diags, columns)
     return _strict(result) if strict else result

@@ -649,8 +649,8 @@ class Reader:
         self.ctx.warn(
             ln.no,
             "server-restart",
-            f"a second server launch (the first is at line {first_line}); samples "
-            f"of all launches are pooled and settings keep their last value; {what}",
+            f"a second server launch (the first is at line {first_line}); its samples "
+            f"are a launch of their own and settings keep their last value; {what}",
         )
 
     def _capacity(self, ln: Line, text: str) -> Iterator[Record]:

@@ -546,8 +546,8 @@ def test_a_second_launch_is_flagged_with_what_changed() -> None:
         "attention_backend='fa3')\n"
     )
     assert diags(text) == [
-        "3:server-restart:a second server launch (the first is at line 1); samples of all "
-        "launches are pooled and settings keep their last value; changed settings: "
+        "3:server-restart:a second server launch (the first is at line 1); its samples are "
+        "a launch of their own and settings keep their last value; changed settings: "
         "attention_backend: None -> 'fa3'"
     ]
 

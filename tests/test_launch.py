@@ -1,0 +1,109 @@
+"""Launches (DESIGN §5): folders, server starts inside logs, `launch_per_file`, the column."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import polars as pl
+
+from sessionlens import load_session, parse_file
+from sessionlens._launch import LaunchSource, assign
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+EXAMPLE = FIXTURES / "sessions" / "eagle3-attention-mode"
+RESTART = FIXTURES / "formats" / "sglang-server" / "server-args-cut-0.4.6.log"
+
+
+def test_a_folder_is_one_launch() -> None:
+    got = assign(
+        [
+            LaunchSource("a/server.log", True, (1,)),
+            LaunchSource("a/bench.log", False),
+            LaunchSource("b/run1/bench.log", False),
+            LaunchSource("b/run2/bench.log", False),
+            LaunchSource("top.log", False),
+        ]
+    )
+    assert got == {
+        "a/server.log": [(0, "a")],
+        "a/bench.log": [(0, "a")],
+        "b/run1/bench.log": [(0, "b/run1")],
+        "b/run2/bench.log": [(0, "b/run2")],
+        "top.log": [(0, ".")],
+    }
+
+
+def test_server_starts_number_the_launches_of_a_folder() -> None:
+    # two server logs, the later one by timestamp named first; a restart inside one
+    got = assign(
+        [
+            LaunchSource("a/retry.log", True, (1, 40), first_ts="2025-06-01 13:00:00"),
+            LaunchSource("a/server.log", True, (3,), first_ts="2025-06-01 12:00:00"),
+            LaunchSource("a/bench.log", False),
+        ]
+    )
+    assert got == {
+        "a/server.log": [(0, "a#1")],
+        "a/retry.log": [(0, "a#2"), (40, "a#3")],
+        "a/bench.log": [(0, "a#3")],  # a client file joins the folder's last launch
+    }
+
+
+def test_lines_before_a_later_files_first_start_belong_to_the_launch_before() -> None:
+    got = assign(
+        [
+            LaunchSource("a/1.log", True, (1,), first_ts="1"),
+            LaunchSource("a/2.log", True, (9,), first_ts="2"),
+        ]
+    )
+    assert got == {"a/1.log": [(0, "a#1")], "a/2.log": [(0, "a#1"), (9, "a#2")]}
+
+
+def test_launch_per_file() -> None:
+    got = assign(
+        [
+            LaunchSource("a/x.log", True, (1, 7)),
+            LaunchSource("a/y.log", False),
+            LaunchSource("b/z.log", False),
+        ],
+        per_file={"a/x.log", "a/y.log"},
+    )
+    assert got == {
+        "a/x.log": [(0, "a/x.log#1"), (7, "a/x.log#2")],
+        "a/y.log": [(0, "a/y.log")],
+        "b/z.log": [(0, "b")],
+    }
+
+
+def test_example_session_has_one_launch_per_config() -> None:
+    s = load_session(EXAMPLE)
+    by_config = s.samples.group_by("config").agg(pl.col("launch").unique().alias("launches"))
+    got = {row["config"]: sorted(row["launches"]) for row in by_config.iter_rows(named=True)}
+    assert got == {
+        "baseline": ["baseline"],
+        "eagle3-prefill": ["eagle3-prefill"],
+        "eagle3-decode": ["eagle3-decode"],
+    }
+    assert s.samples["load"].null_count() == s.samples.height
+
+
+def test_restart_inside_a_log_is_a_second_launch(tmp_path: Path) -> None:
+    session = tmp_path / "s"
+    for name in ("a", "b"):
+        (session / name).mkdir(parents=True)
+    shutil.copy(RESTART, session / "a" / "server.log")
+    shutil.copy(EXAMPLE / "baseline" / "server.log", session / "b" / "server.log")
+    # the restart's own Decode line, so the second launch has a sample
+    text = RESTART.read_text() + RESTART.read_text().splitlines(keepends=True)[3]
+    (session / "a" / "server.log").write_text(text)
+    s = load_session(session)
+    a = s.samples.filter(s.samples["config"] == "a")
+    assert sorted(a["launch"].unique().to_list()) == ["a#1", "a#2"]
+    assert s.launches["a/server.log"] == [(0, "a#1"), (7, "a#2")]
+    assert s.launches["b/server.log"] == [(0, "b")]
+
+
+def test_parse_names_the_folder_as_given() -> None:
+    r = parse_file(RESTART)
+    assert r.samples["launch"].unique().to_list() == [f"{RESTART.parent.as_posix()}#1"]

@@ -22,8 +22,6 @@ from .session import Session
 
 Verdict = Literal["supported", "rejected", "inconclusive"]
 
-# Formats whose samples are interval averages within one server launch (DESIGN §5).
-SERVER_FORMATS = frozenset({"sglang-server", "vllm-server", "phase-timing"})
 # Headline metrics for the comparisons table, in order of preference.
 HEADLINE = (
     "throughput_tok_s",
@@ -49,6 +47,10 @@ class OutlierRef(_Model):
 
 
 class MetricSummary(_Model):
+    """A config's metric: `mean` is its level (the mean of launch means, DESIGN §5) and
+    `ci_low`/`ci_high` the level's interval; `n`, `median`, `stdev`, `cv`, `min`, `max` describe
+    every sample read."""
+
     n: int
     mean: float | None
     median: float | None
@@ -61,6 +63,9 @@ class MetricSummary(_Model):
     outliers: list[OutlierRef] = Field(default_factory=list)
     unit: str = ""
     warnings: list[str] = Field(default_factory=list)
+    launches: int = 0
+    n_eff: float | None = None  # independent samples the values are worth (autocorrelation)
+    warmup_dropped: int = 0  # interval values dropped at the start of launches (MSER-5)
 
 
 class ConfigResult(_Model):
@@ -103,6 +108,18 @@ class HypothesisResult(_Model):
     mean_baseline: float | None = None
     mean_candidate: float | None = None
     warnings: list[str] = Field(default_factory=list)
+    # v0.2 (DESIGN §5): the unit `n_baseline`/`n_candidate` count, the launch noise assumed,
+    # the raw verdict and the Holm level it was decided at, and why no runs_needed
+    unit: Literal["launch", "sample"] = "sample"
+    samples_baseline: int = 0
+    samples_candidate: int = 0
+    launch_noise: float | None = None
+    launch_noise_source: Literal["measured", "given", "assumed"] | None = None
+    verdict_raw: Verdict | None = None
+    holm_level: float | None = None
+    p_min_effect: float | None = None
+    runs_needed_note: str | None = None
+    points: list[dict[str, Any]] = Field(default_factory=list)
 
 
 class ComparisonResult(_Model):
@@ -120,6 +137,19 @@ class ComparisonResult(_Model):
     n_baseline: int
     n_candidate: int
     warnings: list[str] = Field(default_factory=list)
+    unit: Literal["launch", "sample"] = "sample"
+
+
+class NoiseResult(_Model):
+    """σ_L of a metric (DESIGN §5 "What the report says about noise")."""
+
+    launch_cv: float
+    source: Literal["measured", "given", "assumed"]
+    df: float | None  # None: known exactly (given or assumed)
+    within_cv: float | None
+    min_detectable_effect: float | None
+    configs: int = 0  # configs it was measured from
+    launches: int = 0  # their launches
 
 
 class EconomicsResult(_Model):
@@ -190,6 +220,9 @@ class Analysis(_Model):
     # `runs`; `sessionlens parse --format parquet` gives every one)
     runs_omitted: dict[str, int] = Field(default_factory=dict)
     sources: list[SourceRef] = Field(default_factory=list)
+    noise: dict[str, NoiseResult] = Field(default_factory=dict)
+    # settings that differ between a config's launches: {config: {key: [values]}}
+    mixed_settings: dict[str, dict[str, list[Any]]] = Field(default_factory=dict)
 
 
 # A config's headline values are listed one row each (and charted) up to this many: a
@@ -219,24 +252,30 @@ def economics_result(
 
 
 def comparison_result(
-    cmp: stats.Comparison, metric: str, baseline: str, candidate: str
+    ev: verdict.Evidence, metric: str, baseline: str, candidate: str
 ) -> ComparisonResult:
-    """One row of the comparisons table from a statistical comparison."""
+    """One row of the comparisons table: r of the levels with its Fieller interval, and the
+    tests on the unit of replication."""
+    unit_n = (ev.a.launches, ev.b.launches) if ev.unit == "launch" else (ev.a.n, ev.b.n)
+    warnings = list(ev.tests.warnings)
+    if ev.raw.change is not None and not ev.raw.bounded:
+        warnings.append(stats.W_UNBOUNDED)
     return ComparisonResult(
         metric=metric,
         baseline=baseline,
         candidate=candidate,
-        mean_baseline=cmp.mean_a,
-        mean_candidate=cmp.mean_b,
-        change=cmp.change,
-        ci_low=cmp.ci_low,
-        ci_high=cmp.ci_high,
-        p_welch=cmp.p_welch,
-        p_mannwhitney=cmp.p_mannwhitney,
-        hedges_g=cmp.hedges_g,
-        n_baseline=cmp.n_a,
-        n_candidate=cmp.n_b,
-        warnings=list(cmp.warnings),
+        mean_baseline=ev.a.mean,
+        mean_candidate=ev.b.mean,
+        change=ev.raw.change,
+        ci_low=ev.raw.ci_low,
+        ci_high=ev.raw.ci_high,
+        p_welch=ev.tests.p_welch,
+        p_mannwhitney=ev.tests.p_mannwhitney,
+        hedges_g=ev.tests.hedges_g,
+        n_baseline=unit_n[0],
+        n_candidate=unit_n[1],
+        warnings=warnings,
+        unit=ev.unit,
     )
 
 
@@ -268,40 +307,51 @@ def _finite(x: float | None) -> float | None:
     return x if x is not None and math.isfinite(x) else None
 
 
-def _summary(points: Sequence[group.Point], metric: str, alpha: float) -> MetricSummary:
-    s = stats.summarize(group.column_of(points), alpha)
-    return MetricSummary(
-        n=s.n,
-        mean=s.mean,
-        median=s.median,
-        stdev=s.stdev,
-        cv=s.cv,
-        ci_low=s.ci_low,
-        ci_high=s.ci_high,
-        min=s.min,
-        max=s.max,
-        outliers=[
-            OutlierRef(source=points[i].source, line=points[i].line, value=points[i].value)
-            for i in s.outliers
-        ],
-        unit=metrics.get(metric).unit,
-        warnings=list(s.warnings),
-    )
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Cell:
+    """One (config, metric) as read: the samples described, and its launches' statistics
+    (before the metric's print resolution is known)."""
+
+    summary: stats.Summary
+    launches: tuple[str, ...]
+    stats: tuple[stats.LaunchStat, ...]
+    outliers: tuple[int, ...]  # positions in the config's points, flagged within launches
+    step: float | None
 
 
-def _summaries(
-    values: group.Values, alpha: float, big: bool
-) -> dict[tuple[str, str], MetricSummary]:
-    """The summary of every (config, metric). A big session's are made two at a time:
-    while one is summed (Python, holding the GIL), the next one's values are read (polars,
-    one key at a time: `group._ByKey`) and ordered (numpy), which let go of it. The values
-    of two keys at most are in flight."""
+def _cell(points: Sequence[group.Point], alpha: float, session: Session) -> _Cell:
+    column = group.column_of(points)
+    s = stats.summarize(column, alpha, flag=False)
+    names: list[str] = []
+    out: list[stats.LaunchStat] = []
+    flagged: list[int] = []
+    for lv in group.by_launch(points, session.launches, session.series_sources):
+        if not bool(_np().isfinite(lv.values).any()):
+            continue
+        st = stats.launch_stat(lv.values, lv.series)
+        names.append(lv.name)
+        out.append(st)
+        flagged.extend(int(lv.positions[i]) for i in st.outliers)
+    return _Cell(s, tuple(names), tuple(out), tuple(sorted(flagged)), stats.print_step(column))
+
+
+def _np() -> Any:
+    import numpy as np
+
+    return np
+
+
+def _cells(values: group.Values, alpha: float, big: bool, session: Session) -> dict[Key, _Cell]:
+    """The cell of every (config, metric). A big session's are made two at a time: while one
+    is summed (Python, holding the GIL), the next one's values are read (polars, one key at
+    a time: `group._ByKey`) and ordered (numpy), which let go of it. The values of two keys
+    at most are in flight."""
     keys = list(values)
     if not big:
-        return {key: _summary(values[key], key[1], alpha) for key in keys}
+        return {key: _cell(values[key], alpha, session) for key in keys}
     pool = ThreadPoolExecutor(2, thread_name_prefix="sessionlens-summary")
     try:
-        done = list(pool.map(lambda key: _summary(values[key], key[1], alpha), keys))
+        done = list(pool.map(lambda key: _cell(values[key], alpha, session), keys))
     except BaseException:  # an interrupt (or an error): the summaries not started are not
         pool.shutdown(wait=False, cancel_futures=True)
         raise
@@ -309,44 +359,129 @@ def _summaries(
     return dict(zip(keys, done, strict=True))
 
 
+Key = tuple[str, str]
+
+
+class _Levels:
+    """Per metric: its print resolution, its launch noise, and every config's level."""
+
+    def __init__(self, cells: dict[Key, _Cell], session: Session) -> None:
+        self.cells = cells
+        self.session = session
+        self.alpha = session.alpha
+        by_metric: dict[str, list[Key]] = {}
+        for key in cells:
+            by_metric.setdefault(key[1], []).append(key)
+        self.steps: dict[str, float | None] = {}
+        self.floored: dict[Key, tuple[stats.LaunchStat, ...]] = {}
+        self.noise: dict[str, stats.Noise] = {}
+        self.levels: dict[Key, stats.Level] = {}
+        for metric, keys in by_metric.items():
+            found = [st for k in keys if (st := cells[k].step) is not None]
+            # a metric's values are printed alike: the finest step any config shows (none
+            # where a config's values carry more decimals than a step can tell)
+            step = min(found) if len(found) == len(keys) else None
+            self.steps[metric] = step
+            for k in keys:
+                self.floored[k] = tuple(stats.floored(st, step) for st in cells[k].stats)
+            given = session.launch_noise
+            if isinstance(given, dict):
+                given = given.get(metric)
+            self.noise[metric] = stats.launch_noise([self.floored[k] for k in keys], given)
+            for k in keys:
+                self.levels[k] = stats.level(self.floored[k], self.noise[metric], k[0])
+
+    def side(self, key: Key, points: Sequence[group.Point]) -> verdict.Side:
+        """A hypothesis' side: its launches, its samples, and both without its outliers."""
+        cell = self.cells[key]
+        launches = self.floored[key]
+        column = group.column_of(points)
+        if not cell.outliers:
+            return verdict.Side(launches, column)
+        np = _np()
+        keep = np.ones(len(points), dtype=bool)
+        keep[list(cell.outliers)] = False
+        step = self.steps[key[1]]
+        clean = []
+        for lv in group.by_launch(points, self.session.launches, self.session.series_sources):
+            rest = lv.values[keep[lv.positions]]
+            if len(rest) and bool(np.isfinite(rest).any()):
+                clean.append(stats.floored(stats.launch_stat(rest, lv.series), step))
+        samples = np.asarray(column, dtype=np.float64)[keep]
+        return verdict.Side(launches, column, tuple(clean), samples)
+
+    def level_summary(self, key: Key, points: Sequence[group.Point]) -> MetricSummary:
+        cell, lv = self.cells[key], self.levels[key]
+        s = cell.summary
+        lo = hi = None
+        if lv.mean is not None and lv.var is not None:
+            t = stats.t_quantile(1 - self.alpha / 2, lv.df if lv.df is not None else math.inf)
+            half = t * math.sqrt(lv.var)
+            lo, hi = lv.mean - half, lv.mean + half
+        warnings = list(s.warnings)
+        if cell.outliers:
+            warnings.append(stats.W_OUTLIER)
+        return MetricSummary(
+            n=s.n,
+            mean=lv.mean if lv.mean is not None else s.mean,
+            median=s.median,
+            stdev=s.stdev,
+            cv=s.cv,
+            ci_low=lo,
+            ci_high=hi,
+            min=s.min,
+            max=s.max,
+            outliers=[
+                OutlierRef(source=points[i].source, line=points[i].line, value=points[i].value)
+                for i in cell.outliers
+            ],
+            unit=metrics.get(key[1]).unit,
+            warnings=list(dict.fromkeys(warnings)),
+            launches=lv.launches,
+            n_eff=lv.n_eff if lv.launches else None,
+            warmup_dropped=lv.warmup,
+        )
+
+
 def analyze(session: Session) -> Analysis:
     """Statistics, verdicts and economics of a loaded session."""
-    # the metrics asked for again after their summaries (comparisons, economics) are kept
-    values = group.values_by_config(session, keep=_ASKED_AGAIN)
+    # the metrics asked for again after their summaries (comparisons, economics, claims)
+    keep = _ASKED_AGAIN | {h.metric for h in session.hypotheses}
+    values = group.values_by_config(session, keep=keep)
     names = [c.name for c in session.configs]
     settings = {c.name: session.config_settings(c.name) for c in session.configs}
     diags: list[dg.Diagnostic] = list(session.diagnostics)
+    alpha = session.alpha
 
-    launches = {
-        name: sum(
-            1
-            for s in session.sources
-            if session.source_config.get(s.path) == name and s.format in SERVER_FORMATS
-        )
-        for name in names
-    }
-    summaries = _summaries(values, session.alpha, big=len(session.columns) > _PARALLEL_FROM)
+    cells = _cells(values, alpha, len(session.columns) > _PARALLEL_FROM, session)
+    lv = _Levels(cells, session)
     configs: list[ConfigResult] = []
     for spec in session.configs:
         metric_names = [m for (c, m) in values if c == spec.name]
+        own = [s.path for s in session.sources if session.source_config.get(s.path) == spec.name]
         configs.append(
             ConfigResult(
                 name=spec.name,
                 label=spec.label,
                 settings=settings[spec.name],
-                sources=[
-                    s.path
-                    for s in session.sources
-                    if session.source_config.get(s.path) == spec.name
-                ],
-                metrics={m: summaries[(spec.name, m)] for m in metric_names},
-                launches=launches[spec.name],
+                sources=own,
+                metrics={
+                    m: lv.level_summary((spec.name, m), values[(spec.name, m)])
+                    for m in metric_names
+                },
+                launches=len({n for p in own for _, n in session.launches.get(p, [])}),
             )
         )
     by_name = {c.name: c for c in configs}
 
     baseline = session.baseline or (names[0] if names else None)
-    hyps = [_judge(h, session, values, settings, diags) for h in session.hypotheses]
+    members = [_weigh(h, values, lv, alpha) for h in session.hypotheses]
+    judged = verdict.family([m for m in members if m is not None], alpha)
+    it = iter(judged)
+    hyps = [
+        _hypothesis(h, next(it) if m is not None else None, session, settings, diags)
+        for h, m in zip(session.hypotheses, members, strict=True)
+    ]
     holm = stats.holm([h.p_welch for h in hyps])
     hyps = [h.model_copy(update={"p_holm": p}) for h, p in zip(hyps, holm, strict=True)]
 
@@ -363,8 +498,16 @@ def analyze(session: Session) -> Analysis:
                 a, b = values.get((baseline, m)), values.get((name, m))
                 if not a or not b:
                     continue
-                cmp = stats.compare(group.column_of(a), group.column_of(b), session.alpha)
-                comparisons.append(comparison_result(cmp, m, baseline, name))
+                ev = verdict.weigh(
+                    lv.side((baseline, m), a),
+                    lv.side((name, m), b),
+                    lv.noise[m],
+                    "increase",
+                    0.0,
+                    alpha,
+                    m,
+                )
+                comparisons.append(comparison_result(ev, m, baseline, name))
 
     run_metrics = [m for m in HEADLINE if any((n, m) in values for n in names)][:1]
     runs: list[RunRow] = []
@@ -392,21 +535,21 @@ def analyze(session: Session) -> Analysis:
                 for p in pts
             )
 
-    for name in names:
-        used = any(h.baseline == name or h.candidate == name for h in session.hypotheses)
-        server_metric = any(
-            (name, h.metric) in values and _from_server(session, name, h.metric, values)
-            for h in session.hypotheses
-            if name in (h.baseline, h.candidate)
-        )
-        if used and server_metric and launches[name] == 1:
+    shown = [*run_metrics, *(h.metric for h in session.hypotheses)]
+    shown = [*dict.fromkeys(m for m in [*shown, *(c.metric for c in comparisons)])]
+    noise = {m: _noise_result(lv, m) for m in shown if m in lv.noise}
+    for m, n in noise.items():
+        if n.source == "assumed":
             diags.append(
                 dg.make(
-                    "single-launch",
-                    name,
+                    "assumed-launch-noise",
+                    m,
                     None,
-                    f"config {name}: its server-log samples are interval averages within one "
-                    "launch; between-launch noise is not captured",
+                    f"{m}: no config was launched twice, so the launch-to-launch noise is "
+                    f"assumed to be {metrics.format_percent(n.launch_cv, 0)} (CV); relaunch each "
+                    "config at "
+                    "least twice (a sub-folder per launch) to measure it, or give launch_noise "
+                    "in sessionlens.toml",
                 )
             )
 
@@ -425,7 +568,7 @@ def analyze(session: Session) -> Analysis:
     for name, found in mixed.items():
         if not found:
             continue
-        shown = "; ".join(
+        shown_mixed = "; ".join(
             f"{k}: {', '.join(_show(v) for v in vals[:6])}{' …' if len(vals) > 6 else ''}"
             for k, vals in found.items()
         )
@@ -434,14 +577,30 @@ def analyze(session: Session) -> Analysis:
                 "mixed-settings",
                 name,
                 None,
-                f"config {name} pools runs made with different settings ({shown}); its "
+                f"config {name} pools runs made with different settings ({shown_mixed}); its "
                 "statistics mix them: give each its own config (a sub-folder, or [configs] "
                 "in sessionlens.toml)",
             )
         )
+    across = {name: session.launch_settings(name) for name in names}
+    for name, found in across.items():
+        for key, by_launch in found.items():
+            parts = ", ".join(f"{_show(v)} in {', '.join(ls)}" for v, ls in by_launch)
+            diags.append(
+                dg.make(
+                    "mixed-settings",
+                    name,
+                    None,
+                    f"config {name}: its launches differ in {key} ({parts}); its statistics "
+                    "pool them: give each setting its own config",
+                )
+            )
     hyps = [
         h.model_copy(update={"warnings": [*h.warnings, "mixed-settings"]})
-        if mixed.get(h.baseline) or mixed.get(h.candidate)
+        if mixed.get(h.baseline)
+        or mixed.get(h.candidate)
+        or across.get(h.baseline)
+        or across.get(h.candidate)
         else h
         for h in hyps
     ]
@@ -452,12 +611,12 @@ def analyze(session: Session) -> Analysis:
         title=session.title,
         inputs_digest=session.inputs_digest,
         configs=configs,
-        settings_diff=group.settings_diff(settings),
+        settings_diff=group.settings_diff(settings, across),
         hypotheses=hyps,
         economics=econ,
         args=Args(baseline=session.baseline, hypotheses=list(session.cli_hypotheses)),
         diagnostics=diags,
-        alpha=session.alpha,
+        alpha=alpha,
         baseline=baseline,
         comparisons=comparisons,
         runs=runs,
@@ -473,29 +632,56 @@ def analyze(session: Session) -> Analysis:
             )
             for s in session.sources
         ],
+        noise=noise,
+        mixed_settings={
+            name: {k: [v for v, _ in by] for k, by in found.items()}
+            for name, found in across.items()
+            if found
+        },
     )
 
 
-def _from_server(
-    session: Session,
-    config: str,
-    metric: str,
-    values: Mapping[tuple[str, str], Sequence[group.Point]],
-) -> bool:
-    formats = {s.path: s.format for s in session.sources}
-    return any(formats.get(s) in SERVER_FORMATS for s in group.sources_of(values[(config, metric)]))
+def _noise_result(lv: _Levels, metric: str) -> NoiseResult:
+    n = lv.noise[metric]
+    levels = [level for key, level in lv.levels.items() if key[1] == metric]
+    return NoiseResult(
+        launch_cv=n.cv,
+        source=n.source,
+        df=n.df if math.isfinite(n.df) else None,
+        within_cv=n.within_cv,
+        min_detectable_effect=stats.min_detectable_effect(levels, lv.alpha),
+        configs=n.cells,
+        launches=n.launches,
+    )
 
 
-def _judge(
+def _weigh(
+    h: HypothesisSpec, values: group.Values, lv: _Levels, alpha: float
+) -> verdict.Evidence | None:
+    """A claim's evidence, or None where a side has no value at all."""
+    ka, kb = (h.baseline, h.metric), (h.candidate, h.metric)
+    if ka not in lv.cells or kb not in lv.cells:
+        return None
+    return verdict.weigh(
+        lv.side(ka, values[ka]),
+        lv.side(kb, values[kb]),
+        lv.noise[h.metric],
+        h.direction,
+        h.min_effect,
+        alpha,
+        h.metric,
+    )
+
+
+def _hypothesis(
     h: HypothesisSpec,
+    j: verdict.Judgement | None,
     session: Session,
-    values: Mapping[tuple[str, str], Sequence[group.Point]],
     settings: dict[str, dict[str, Any]],
     diags: list[dg.Diagnostic],
 ) -> HypothesisResult:
-    a = group.column_of(values.get((h.baseline, h.metric), []))
-    b = group.column_of(values.get((h.candidate, h.metric), []))
-    j = verdict.judge(a, b, h.direction, h.min_effect, session.alpha, h.metric)
+    if j is None:
+        j = verdict.empty(h.metric, h.direction, h.min_effect, session.alpha)
     found = group.confounds(settings[h.baseline], settings[h.candidate], h.varies)
     for key, va, vb in found:
         diags.append(
@@ -509,13 +695,15 @@ def _judge(
         )
     if stats.W_FEW in j.warnings:
         need = stats.min_samples(session.alpha)
+        what = "launches" if j.unit == "launch" else "samples"
         diags.append(
             dg.make(
                 "few-samples",
                 h.id,
                 None,
-                f"{h.id}: {len(a)} vs {len(b)} samples; need >= {need} samples on each side to "
-                f"detect a difference at alpha level {session.alpha:g}",
+                f"{h.id}: {j.n_baseline} vs {j.n_candidate} {what}; need >= {need} on each side "
+                f"for a Mann–Whitney test to detect a difference at alpha level "
+                f"{session.alpha:g}",
             )
         )
     return hypothesis_result(j, h, found)

@@ -78,6 +78,18 @@ CODES: dict[str, tuple[Level, str]] = {
     "non-finite-value": ("warning", "a nan or infinite value was left out of the statistics"),
     "undefined-change": ("warning", "the baseline mean is zero or negative; no relative change"),
     "outlier-sensitive": ("warning", "the verdict changes when flagged outliers are left out"),
+    "assumed-launch-noise": (
+        "info",
+        "no config was launched twice: the launch-to-launch noise is assumed (2 % CV)",
+    ),
+    "unbounded-ratio": (
+        "warning",
+        "the baseline level is not clearly above zero: the ratio's interval is unbounded",
+    ),
+    "holm-changed": (
+        "info",
+        "decided at the raw level but not at the family's (Holm): inconclusive",
+    ),
     "accept-len-below-one": (
         "warning",
         "acceptance length below 1: the source likely does not count the bonus token",

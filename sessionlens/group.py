@@ -505,12 +505,56 @@ def _combine(df: pl.DataFrame, keyed_rows: pl.Expr) -> pl.DataFrame:
     return pl.concat([plain.select(cols), combined.select(cols)]).sort("_order")
 
 
-def settings_diff(settings: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+# A load point's keys (DESIGN §5), and the counts and seeds of a benchmark run: never a
+# setting that makes launches of one config differ.
+LOAD_KEYS: frozenset[str] = frozenset(
+    {
+        "request_rate",
+        "max_concurrency",
+        "dataset_name",
+        "input_len",
+        "output_len",
+        "random_input_len",
+        "random_output_len",
+        "batch_size",
+    }
+)
+_NOT_LAUNCH_SETTINGS = frozenset({"num_prompts", "seed", "random_seed"})
+
+
+def launch_varies(key: str) -> bool:
+    """Whether a differing value of this setting between launches of one config mixes
+    different experiments (server args and benchmark parameters; not launch noise, measured
+    outcomes, facts about how a log counts, load keys, prompt counts or seeds)."""
+    leaf = key.rsplit(".", 1)[-1]
+    return not (
+        is_noise(key)
+        or is_measured(key)
+        or leaf in NOT_CONFOUNDS
+        or leaf in LOAD_KEYS
+        or leaf in _NOT_LAUNCH_SETTINGS
+    )
+
+
+def settings_diff(
+    settings: dict[str, dict[str, Any]],
+    mixed: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, dict[str, Any]]:
     """Settings whose values differ between configs (launch noise and measured outcomes
-    left out), in key order."""
+    left out), in key order; and those whose values differ between a config's own launches
+    (`mixed`: config → keys), which the settings table shows with every value."""
     names = list(settings)
+    mixed_keys = {k for found in (mixed or {}).values() for k in found}
     if len(names) < 2:
-        return {}
+        return (
+            {
+                k: {n: settings[n].get(k) for n in names}
+                for k in settings.get(names[0], {})
+                if k in mixed_keys
+            }
+            if names
+            else {}
+        )
     keys: list[str] = []
     for name in names:
         for key in settings[name]:
@@ -522,7 +566,8 @@ def settings_diff(settings: dict[str, dict[str, Any]]) -> dict[str, dict[str, An
             continue
         vals = {name: settings[name].get(key) for name in names}
         present = [v for n, v in vals.items() if key in settings[n]]
-        if len(present) < len(names) or any(_norm(v) != _norm(present[0]) for v in present):
+        differs = any(_norm(v) != _norm(present[0]) for v in present)
+        if len(present) < len(names) or differs or key in mixed_keys:
             diff[key] = vals
     return diff
 
@@ -571,3 +616,70 @@ def confounds(
             found.extend(others)
     ordered = [k for k in differing if k in found]
     return [(k, baseline[k], candidate[k]) for k in ordered]
+
+
+class LaunchValues(NamedTuple):
+    """One launch's values of a config's metric, in file order."""
+
+    name: str
+    values: npt.NDArray[np.float64]
+    positions: npt.NDArray[np.int64]  # in the config's point list
+    series: bool  # a server's interval series (autocorrelated), else repeated client runs
+
+
+def by_launch(
+    points: Sequence[Point],
+    launches: Mapping[str, Sequence[tuple[int, str]]],
+    series_sources: Collection[str],
+) -> list[LaunchValues]:
+    """A config's values split by launch (DESIGN §5): the unit of replication is decided
+    here, once; everything above receives values already shaped by launch. Launches come in
+    the order of their first value; a source without launches is a launch of its own."""
+    import numpy as np
+
+    if isinstance(points, PointList):
+        values = points._values
+        codes_src = np.asarray(points._sources)
+        names = points._names
+        lines = np.asarray(points._lines, dtype=np.int64)
+    else:
+        names = sorted({p.source for p in points})
+        at = {n: i for i, n in enumerate(names)}
+        values = np.array([p.value for p in points], dtype=np.float64)
+        codes_src = np.array([at[p.source] for p in points], dtype=np.int64)
+        lines = np.array([p.line for p in points], dtype=np.int64)
+    n = len(values)
+    if n == 0:
+        return []
+    launch_ids: dict[str, int] = {}
+    code = np.empty(n, dtype=np.int64)
+    series_of: dict[int, bool] = {}
+    for k, src in enumerate(names):
+        mask = codes_src == k
+        if not mask.any():
+            continue
+        spans = launches.get(src) or [(0, src)]
+        ids = np.array([launch_ids.setdefault(name, len(launch_ids)) for _, name in spans])
+        if len(spans) == 1:
+            code[mask] = ids[0]
+        else:
+            starts = np.array([line for line, _ in spans], dtype=np.int64)
+            pos = np.searchsorted(starts, lines[mask], side="right") - 1
+            code[mask] = ids[np.clip(pos, 0, len(spans) - 1)]
+        is_series = src in series_sources
+        for i in np.unique(code[mask]).tolist():
+            series_of[i] = series_of.get(i, True) and is_series
+    if len(launch_ids) == 1:  # one launch (most configs): no sort, no copy
+        (name,) = launch_ids
+        return [LaunchValues(name, values, np.arange(n, dtype=np.int64), series_of[0])]
+    order = np.argsort(code, kind="stable")
+    sorted_codes = code[order]
+    cuts = np.flatnonzero(np.diff(sorted_codes)) + 1
+    groups = np.split(order, cuts)
+    by_name = {i: name for name, i in launch_ids.items()}
+    out = [
+        LaunchValues(by_name[int(code[g[0]])], values[g], g, series_of[int(code[g[0]])])
+        for g in groups
+    ]
+    out.sort(key=lambda lv: int(lv.positions[0]))
+    return out

@@ -12,7 +12,7 @@ import collections
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
@@ -33,6 +33,7 @@ __all__ = [
     "outliers",
     "runs_needed",
     "summarize",
+    "t_quantile",
 ]
 
 # Warning codes (catalogued in diagnostics.CODES, "statistics codes" section).
@@ -341,7 +342,7 @@ def _median_array(xs: npt.NDArray[np.float64]) -> float:
     return _midpoint(float(part[mid - 1]), float(part[mid]))
 
 
-def summarize(values: Values, alpha: float = 0.05) -> Summary:
+def summarize(values: Values, alpha: float = 0.05, flag: bool = True) -> Summary:
     """n, mean, median, sample stdev, CV, t interval of the mean at 1 − alpha, min, max, outliers.
 
     stdev and the interval are None for n < 2; the interval is the point mean when stdev is 0.
@@ -357,7 +358,7 @@ def summarize(values: Values, alpha: float = 0.05) -> Summary:
             return _summary(0, 0.0, 0.0, None, dropped, alpha, None)
         mean = fmean(arr)
         var = _var(arr, mean) if n >= 2 else None
-        out = _outliers_array(idx_a, arr)
+        out = _outliers_array(idx_a, arr) if flag else Outliers((), _median_array(arr), None)
         assert out.median is not None  # n > 0; for mypy
         lo, hi = float(arr.min()), float(arr.max())
         return _summary(n, mean, out.median, var, dropped, alpha, out, lo, hi)
@@ -367,7 +368,9 @@ def summarize(values: Values, alpha: float = 0.05) -> Summary:
         return _summary(0, 0.0, 0.0, None, dropped, alpha, None)
     mean = fmean(xs)
     var_l = _var(xs, mean) if n >= 2 else None
-    return _summary(n, mean, _median(xs), var_l, dropped, alpha, outliers(values), min(xs), max(xs))
+    med = _median(xs)
+    out_l = outliers(values) if flag else Outliers((), med, None)
+    return _summary(n, mean, med, var_l, dropped, alpha, out_l, min(xs), max(xs))
 
 
 def _summary(
@@ -726,3 +729,534 @@ def runs_needed(
         return None
     # round() first: 8.000000000001 from float noise must not become 9.
     return max(2, math.ceil(round(runs, 9)))
+
+
+# ---------------------------------------------------------------- launches (DESIGN §5, v0.2)
+#
+# The unit of replication is the launch. A config's level on a metric is the mean of its
+# launch means; its uncertainty combines the launch-to-launch noise σ_L (a CV: measured from
+# configs launched at least twice, given by the manifest, or assumed) with each launch's own
+# error, which for a server's interval series must allow for autocorrelation.
+
+LaunchUnit = Literal["launch", "sample"]
+NoiseSource = Literal["measured", "given", "assumed"]
+
+ASSUMED_LAUNCH_CV = 0.02  # DESIGN §5: σ_L when no config has two launches and none is given
+_MSER_BATCH = 5  # MSER-5: warm-up found on means of batches of 5 values
+_MSER_MIN = 50  # series shorter than this keep every value
+_ACF_MAX = 1 << 16  # longer series are read through this many batch means for their ACF
+_STEP_DECIMALS = 9  # a print step is looked for down to 1e-9
+
+# Warning codes of the launch statistics (catalogued in diagnostics.CODES).
+W_UNBOUNDED = "unbounded-ratio"  # the baseline level is not clearly above 0: no interval of r
+W_ASSUMED_NOISE = "assumed-launch-noise"  # σ_L is the assumed 2 %
+
+
+@dataclass(frozen=True, slots=True)
+class Component:
+    """One part of a variance: its size, its degrees of freedom (inf when known exactly),
+    and the estimate it comes from (parts with one key are one estimate: their degrees of
+    freedom are not added up as if independent)."""
+
+    var: float
+    df: float
+    key: str
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchStat:
+    """One launch's values of a metric: its mean and that mean's own error.
+
+    Client runs are repeated measurements (`series` False): the mean's variance is s²/n.
+    A server's interval series (`series` True) first loses its warm-up (MSER-5, `warmup`
+    values), then the mean's variance allows for autocorrelation (`n_eff`). Variances are
+    never below the print resolution, q²/12 per value.
+    """
+
+    n: int
+    warmup: int
+    mean: float
+    var: float | None
+    var_mean: float | None
+    df: float
+    n_eff: float
+    series: bool
+    outliers: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Noise:
+    """σ_L of one metric: the launch-to-launch CV, where it comes from, and what it is
+    measured from (configs — or sweep cells — with at least two launches)."""
+
+    cv: float
+    source: NoiseSource
+    df: float  # inf unless measured
+    pooled_var: float | None  # relative variance of launch means, pooled (measured only)
+    pooled_df: float
+    within_cv: float | None  # within-launch CV of the values, pooled over every launch
+    cells: int  # configs (cells) it was measured from
+    launches: int  # their launches
+
+
+@dataclass(frozen=True, slots=True)
+class Level:
+    """A config's level on a metric: the mean of its launch means, and its variance as a sum
+    of components (σ_L and the launches' own errors)."""
+
+    mean: float | None
+    var: float | None
+    df: float | None
+    components: tuple[Component, ...]
+    launches: int
+    n: int
+    n_eff: float
+    warmup: int
+    unit: LaunchUnit  # what the level's variance is estimated from
+    means: tuple[float, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Ratio:
+    """r = level_B / level_A − 1 and its Fieller interval at 1 − alpha (None: unbounded)."""
+
+    change: float | None
+    ci_low: float | None
+    ci_high: float | None
+    df: float | None
+    alpha: float
+    bounded: bool
+
+
+def print_step(values: Values) -> float | None:
+    """The print resolution q = 10^-d of values read from a log: d the fewest decimals (0–9)
+    that write every finite value exactly. The log printed at least d decimals, so q is never
+    finer than the true step (the variance floor q²/12 never too small). None where values
+    carry more than 9 decimals, or without a finite value."""
+    import numpy as np
+
+    arr = np.asarray(values, dtype=np.float64)
+    arr = arr[np.isfinite(arr)]
+    if len(arr) == 0:
+        return None
+
+    def written(xs: npt.NDArray[np.float64], d: int) -> bool:
+        scaled = xs * 10.0**d
+        return bool(np.all(np.abs(scaled - np.rint(scaled)) <= 1e-6 + 1e-12 * np.abs(scaled)))
+
+    # the decimals a head of the values needs first (the whole needs at least as many)
+    head = arr[:4096]
+    for d in range(_STEP_DECIMALS + 1):
+        if written(head, d) and written(arr, d):
+            return 10.0**-d
+    return None
+
+
+def mser_truncation(values: Values) -> int:
+    """Values to drop at the start of a series as warm-up: MSER-5 (White, 1997).
+
+    The means of batches of 5 values z_1..z_b; the truncation d* (in batches) minimises
+    Σ_{j>d}(z_j − z̄_d)² / (b − d)² over d ≤ b/2, so never more than half the series goes.
+    Series shorter than 50 values keep everything.
+    """
+    import numpy as np
+
+    n = len(values)
+    if n < _MSER_MIN:
+        return 0
+    b = n // _MSER_BATCH
+    arr = np.asarray(values, dtype=np.float64)[: b * _MSER_BATCH]
+    z = arr.reshape(b, _MSER_BATCH).mean(axis=1)
+    z = z - z.mean()  # centred: the suffix sums below lose no digits to a large level
+    s1 = np.cumsum(z[::-1])[::-1]
+    s2 = np.cumsum((z * z)[::-1])[::-1]
+    k = np.arange(b, 0, -1, dtype=np.float64)  # batches left after dropping d
+    keep = b // 2 + 1  # d = 0 .. b // 2
+    ss = s2[:keep] - s1[:keep] ** 2 / k[:keep]
+    score = np.maximum(ss, 0.0) / k[:keep] ** 2
+    return int(np.argmin(score)) * _MSER_BATCH
+
+
+def series_variance(values: Values) -> tuple[float, float]:
+    """The variance of the mean of an autocorrelated series, and its effective sample size.
+
+    Geyer's (1992) initial monotone sequence estimator of the integrated autocorrelation
+    time, with the bias of autocovariances taken about the sample mean corrected: the
+    long-run variance S summed over the 2K lags used estimates n·var(mean), but each lag's
+    covariance is low by var(mean), so var(mean) = S / (n − 4K + 1) (at most 4·S/n). Never
+    below the independent s²/n (a negatively correlated series counts as independent).
+    Series longer than 65,536 values are read through their batch means for the
+    autocorrelation (their mean's variance is the same quantity).
+    """
+    import numpy as np
+
+    x = np.asarray(values, dtype=np.float64)
+    n = len(x)
+    if n < 2:
+        raise ValueError("a series needs at least 2 values")
+    mean = fmean(x)
+    var = _var(x, mean)
+    iid = var / n
+    if var == 0 or not math.isfinite(var):
+        return iid, float(n)
+    y = x
+    if n > _ACF_MAX:
+        m = math.ceil(n / _ACF_MAX)
+        y = x[: (n // m) * m].reshape(-1, m).mean(axis=1)
+    ny = len(y)
+    yc = y - y.mean()
+    size = 1 << (2 * ny - 1).bit_length()
+    f = np.fft.rfft(yc, size)
+    acov = np.fft.irfft(f * np.conj(f), size)[:ny] / ny
+    if acov[0] <= 0:
+        return iid, float(n)
+    rho = acov / acov[0]
+    pairs = rho[: 2 * (ny // 2)].reshape(-1, 2).sum(axis=1)  # Γ_k = ρ_2k + ρ_2k+1
+    stop = np.flatnonzero(pairs <= 0)
+    k = int(stop[0]) if len(stop) else len(pairs)
+    used = np.minimum.accumulate(pairs[:k])  # the initial monotone sequence
+    lags = 2 * k
+    long_run = acov[0] * (-1.0 + 2.0 * float(used.sum())) if k else acov[0]
+    denom = max(ny - (2 * lags - 1), ny / 4)
+    var_mean = max(long_run / denom, iid)
+    return var_mean, min(float(n), var / var_mean)
+
+
+def _floor_var(var: float, step: float | None) -> float:
+    return max(var, step * step / 12) if step is not None else var
+
+
+def launch_stat(values: Values, series: bool, step: float | None = None) -> LaunchStat:
+    """One launch's statistics (see `LaunchStat`); `step` is the print resolution q."""
+
+    idx, xs, _ = _finite_array(values)
+    n = len(xs)
+    if n == 0:
+        raise ValueError("a launch needs at least one finite value")
+    flagged = tuple(int(idx[i]) for i in outlier_indices(xs))
+    warmup = mser_truncation(xs) if series else 0
+    kept = xs[warmup:]
+    mean = fmean(kept)
+    if len(kept) < 2:
+        return LaunchStat(n, warmup, mean, None, None, 0.0, 1.0, series, flagged)
+    var = _var(kept, mean)
+    var_mean = series_variance(kept)[0] if series else var / len(kept)
+    raw = LaunchStat(n, warmup, mean, var, var_mean, 0.0, 0.0, series, flagged)
+    return floored(raw, step)
+
+
+def floored(s: LaunchStat, step: float | None) -> LaunchStat:
+    """A launch's statistics with its variances never below the print resolution q²/12 per
+    value (DESIGN §5), and its effective sample size and degrees of freedom from them."""
+    if s.var is None or s.var_mean is None:
+        return s
+    kept = len_of(s)
+    var = _floor_var(s.var, step)
+    var_mean = max(s.var_mean, var / kept)
+    n_eff = float(kept) if not s.series or var_mean == 0 else min(float(kept), var / var_mean)
+    df = max(n_eff - 1.0, 1.0)
+    return replace(s, var=var, var_mean=var_mean, n_eff=n_eff, df=df)
+
+
+def outlier_indices(values: Values) -> tuple[int, ...]:
+    """Iglewicz–Hoaglin outliers of finite values, with the MAD = 0 fallback of DESIGN §5:
+    when more than half the values are equal, the score uses 1.2533 · (mean absolute
+    deviation from the median) instead of MAD / 0.6745."""
+    import numpy as np
+
+    xs = np.asarray(values, dtype=np.float64)
+    if len(xs) < 3:
+        return ()
+    med = _median_array(xs)
+    with np.errstate(over="ignore", invalid="ignore"):
+        dev = np.abs(xs - med)
+        mad = _median_array(dev)
+        if mad > 0:
+            score = _MZ_FACTOR * dev / mad
+        else:
+            mean_ad = float(dev.mean())
+            if not mean_ad > 0:
+                return ()
+            score = dev / (1.253314 * mean_ad)
+        return tuple(np.flatnonzero(score > _MZ_THRESHOLD).tolist())
+
+
+def launch_noise(
+    cells: Sequence[Sequence[LaunchStat]],
+    given: float | None = None,
+    assumed: float = ASSUMED_LAUNCH_CV,
+) -> Noise:
+    """σ_L of a metric from every cell (a config, or a config at one load point).
+
+    Measured where any cell has at least two launches: each such cell's launch means relative
+    to its level give a variance with L − 1 degrees of freedom; pooled over the cells (s_p²),
+    it estimates σ_L² plus the launches' own relative error, which is taken off (a one-way
+    random-effects estimate; ≤ 0 is 0). Else `given` (the manifest's), else `assumed`; those
+    count as known exactly (df inf).
+    """
+    total_df = 0.0
+    pooled = 0.0
+    within = 0.0
+    used_cells = used_launches = 0
+    w_num = w_den = 0.0
+    for cell in cells:
+        for s in cell:
+            if s.var is not None and s.mean != 0 and math.isfinite(s.var):
+                w_num += (len_of(s) - 1) * s.var / (s.mean * s.mean)
+                w_den += len_of(s) - 1
+        if len(cell) < 2:
+            continue
+        means = [s.mean for s in cell]
+        level = fmean(means)
+        if not level > 0 or not math.isfinite(level):
+            continue
+        rel = [m / level for m in means]
+        var_rel = _var(rel, fmean(rel))
+        own = fmean([(s.var_mean or 0.0) / (level * level) for s in cell])
+        k = len(cell) - 1
+        total_df += k
+        pooled += k * var_rel
+        within += k * own
+        used_cells += 1
+        used_launches += len(cell)
+    within_cv = math.sqrt(w_num / w_den) if w_den > 0 else None
+    if total_df > 0:
+        s_p = pooled / total_df
+        sigma2 = max(0.0, s_p - within / total_df)
+        return Noise(
+            math.sqrt(sigma2),
+            "measured",
+            total_df,
+            s_p,
+            total_df,
+            within_cv,
+            used_cells,
+            used_launches,
+        )
+    if given is not None:
+        return Noise(given, "given", math.inf, None, 0.0, within_cv, 0, 0)
+    return Noise(assumed, "assumed", math.inf, None, 0.0, within_cv, 0, 0)
+
+
+def len_of(s: LaunchStat) -> int:
+    """The values a launch's statistics were taken from (after its warm-up)."""
+    return s.n - s.warmup
+
+
+def satterthwaite(parts: Sequence[Component]) -> float | None:
+    """Welch–Satterthwaite degrees of freedom of a sum of variance components; parts with
+    one key are one estimate (summed before). inf when every part is known exactly."""
+    by_key: dict[str, tuple[float, float]] = {}
+    for c in parts:
+        v, df = by_key.get(c.key, (0.0, c.df))
+        by_key[c.key] = (v + c.var, min(df, c.df))
+    total = sum(v for v, _ in by_key.values())
+    if not total > 0 or not math.isfinite(total):
+        return None
+    denom = 0.0
+    for v, df in by_key.values():
+        if math.isfinite(df):
+            if df <= 0:
+                return None
+            denom += (v / total) ** 2 / df
+    return math.inf if denom == 0 else 1.0 / denom
+
+
+def level(stats: Sequence[LaunchStat], noise: Noise, key: str) -> Level:
+    """A config's level from its launches (DESIGN §5): the mean of launch means.
+
+    With two launches or more, its variance is the pooled relative variance of launch means
+    (every cell's) times level² / L. With one, the launch mean's own variance plus σ_L²·level²
+    (the noise's degrees of freedom: its pooled ones when measured, inf when given or
+    assumed). `key` names the config (its own error is its own estimate).
+    """
+    n = sum(s.n for s in stats)
+    n_eff = sum(s.n_eff for s in stats)
+    warm = sum(s.warmup for s in stats)
+    means = tuple(s.mean for s in stats)
+    if not stats:
+        return Level(None, None, None, (), 0, 0, 0.0, 0, "sample", ())
+    mean = fmean(means)
+    launches = len(stats)
+    comps: tuple[Component, ...] = ()
+    unit: LaunchUnit = "sample"
+    if launches >= 2 and noise.pooled_var is not None and math.isfinite(mean):
+        comps = (Component(noise.pooled_var * mean * mean / launches, noise.pooled_df, "pooled"),)
+        unit = "launch"
+    elif launches == 1 and stats[0].var_mean is not None:
+        own = stats[0]
+        assert own.var_mean is not None  # for mypy
+        noise_key = "pooled" if noise.source == "measured" else "noise"
+        comps = (
+            Component(own.var_mean, own.df, f"within:{key}"),
+            Component(noise.cv * noise.cv * mean * mean, noise.df, noise_key),
+        )
+    if not comps:
+        return Level(mean, None, None, (), launches, n, n_eff, warm, unit, means)
+    var = math.fsum(c.var for c in comps)
+    return Level(mean, var, satterthwaite(comps), comps, launches, n, n_eff, warm, unit, means)
+
+
+def _ratio_parts(a: Level, b: Level, rho: float) -> list[Component]:
+    """The components of var(m_B − ρ·m_A)."""
+    return [*b.components, *(Component(c.var * rho * rho, c.df, c.key) for c in a.components)]
+
+
+def t_quantile(q: float, df: float) -> float:
+    """The q quantile of Student's t on df degrees of freedom (the normal's at df = inf)."""
+    return _z(q) if math.isinf(df) else _t_ppf(q, df)
+
+
+def _z(q: float) -> float:
+    return NormalDist().inv_cdf(q) if q < 1 else -NormalDist().inv_cdf(1 - q)
+
+
+def ratio_df(a: Level, b: Level) -> float | None:
+    """Degrees of freedom of the Fieller quantity at the estimated ratio."""
+    if a.mean is None or b.mean is None or a.mean == 0:
+        return None
+    return satterthwaite(_ratio_parts(a, b, b.mean / a.mean))
+
+
+def fieller(
+    mean_a: float, var_a: float, mean_b: float, var_b: float, t: float
+) -> tuple[float, float] | None:
+    """Fieller's interval of μ_B/μ_A from independent means and their variances at the
+    critical value t: every ρ with (m_B − ρ·m_A)² ≤ t²·(v_B + ρ²·v_A). None when that set is
+    not a bounded interval (m_A not clearly away from 0: g = t²·v_A/m_A² ≥ 1)."""
+    if mean_a == 0:
+        return None
+    g = t * t * var_a / (mean_a * mean_a)
+    if not g < 1:
+        return None
+    rho = mean_b / mean_a
+    disc = var_b * (1 - g) + rho * rho * var_a
+    half = abs(t / mean_a) * math.sqrt(max(disc, 0.0))
+    lo, hi = (rho - half) / (1 - g), (rho + half) / (1 - g)
+    return (lo, hi) if lo <= hi else (hi, lo)
+
+
+def ratio(a: Level, b: Level, alpha: float = 0.05) -> Ratio:
+    """r = level_B/level_A − 1 with its Fieller interval at 1 − alpha (DESIGN §5)."""
+    _check_alpha(alpha)
+    if a.mean is None or b.mean is None or not a.mean > 0:
+        return Ratio(None, None, None, None, alpha, False)
+    change = b.mean / a.mean - 1
+    if a.var is None or b.var is None:
+        return Ratio(change, None, None, None, alpha, False)
+    df = ratio_df(a, b)
+    if df is None:  # no variance at all: the point itself
+        return Ratio(change, change, change, None, alpha, True)
+    t = t_quantile(1 - alpha / 2, df)
+    got = fieller(a.mean, a.var, b.mean, b.var, t)
+    if got is None:
+        return Ratio(change, None, None, df, alpha, False)
+    return Ratio(change, got[0] - 1, got[1] - 1, df, alpha, True)
+
+
+def min_effect_p(a: Level, b: Level, rho0: float) -> tuple[float, float] | None:
+    """One-sided p-values at the claim's ratio ρ0 = 1 ± δ: (p that μ_B/μ_A > ρ0 is not shown,
+    p that μ_B/μ_A < ρ0 is not shown), from T = (m_B − ρ0·m_A)/√(v_B + ρ0²·v_A) on the
+    degrees of freedom of the interval (so p ≤ alpha/2 exactly when ρ0 lies outside the
+    1 − alpha Fieller interval). None where no variance is known."""
+    if a.mean is None or b.mean is None or a.var is None or b.var is None:
+        return None
+    df = ratio_df(a, b)
+    se2 = b.var + rho0 * rho0 * a.var
+    diff = b.mean - rho0 * a.mean
+    if df is None or not se2 > 0:
+        if diff == 0:
+            return (0.5, 0.5)
+        return (0.0, 1.0) if diff > 0 else (1.0, 0.0)
+    t = diff / math.sqrt(se2)
+    if math.isinf(df):
+        return (float(NormalDist().cdf(-t)), float(NormalDist().cdf(t)))
+    return (_t_sf(t, df), _t_sf(-t, df))
+
+
+def holm_levels(pvalues: Sequence[float | None], alpha: float) -> list[float | None]:
+    """Holm's step-down on one-sided p-values at level alpha/2 (DESIGN §5): the i-th smallest
+    of m is decided when p ≤ (alpha/2)/(m − i + 1), and from the first that is not, no later
+    one is. The two-sided alpha each member was decided at — alpha/(m − i + 1) — or None."""
+    _check_alpha(alpha)
+    m = len(pvalues)
+    order = sorted(
+        range(m), key=lambda i: (pvalues[i] is None, pvalues[i] if pvalues[i] is not None else 1, i)
+    )
+    out: list[float | None] = [None] * m
+    for rank, i in enumerate(order):
+        p = pvalues[i]
+        level_i = alpha / (m - rank)
+        if p is None or not p <= level_i / 2:
+            break
+        out[i] = level_i
+    return out
+
+
+def test_levels(pvalues: Sequence[float | None], alpha: float) -> list[float]:
+    """The two-sided alpha Holm's step-down tests each member at (by the rank of its p),
+    whether or not the step-down reaches it."""
+    m = len(pvalues)
+    order = sorted(
+        range(m), key=lambda i: (pvalues[i] is None, pvalues[i] if pvalues[i] is not None else 1, i)
+    )
+    out = [alpha] * m
+    for rank, i in enumerate(order):
+        out[i] = alpha / (m - rank)
+    return out
+
+
+def launches_needed(
+    a: Sequence[LaunchStat],
+    b: Sequence[LaunchStat],
+    noise: Noise,
+    effect: float,
+    min_effect: float,
+    alpha: float = 0.05,
+    most: int = 100,
+) -> int | None:
+    """Launches per side at which the expected interval of r would clear δ on the side the
+    estimate lies (half-width < |e − δ|), at the current estimates of σ_L and of each side's
+    own launch error, with the t quantile on the degrees of freedom those launches would give;
+    more than the current count. None beyond `most` or where e = δ."""
+    _check_alpha(alpha)
+    gap = abs(effect - min_effect)
+    if not a or not b or gap == 0 or not math.isfinite(gap):
+        return None
+    mean_a = fmean([s.mean for s in a])
+    mean_b = fmean([s.mean for s in b])
+    if not mean_a > 0:
+        return None
+    own_a = fmean([s.var_mean or 0.0 for s in a])
+    own_b = fmean([s.var_mean or 0.0 for s in b])
+    sigma2 = noise.cv * noise.cv
+    rho = mean_b / mean_a
+    start = max(len(a), len(b)) + 1
+    others = max(0.0, noise.pooled_df - (len(a) - 1) - (len(b) - 1))
+    for n in range(max(start, 2), most + 1):
+        var_a = (sigma2 * mean_a * mean_a + own_a) / n
+        var_b = (sigma2 * mean_b * mean_b + own_b) / n
+        df = 2 * (n - 1) + others
+        half = t_quantile(1 - alpha / 2, df) * math.sqrt(var_b + rho * rho * var_a) / mean_a
+        if half < gap:
+            return n
+    return None
+
+
+def min_detectable_effect(
+    levels: Sequence[Level], alpha: float = 0.05, power: float = 0.8
+) -> float | None:
+    """The smallest relative change between two configs like these that a comparison would
+    find with `power` at `alpha`: (t_{1−α/2} + t_power)·√(2·v) for the median relative
+    variance v of the levels (on the median degrees of freedom)."""
+    rel = sorted(
+        lv.var / (lv.mean * lv.mean)
+        for lv in levels
+        if lv.var is not None and lv.mean is not None and lv.mean != 0
+    )
+    dfs = sorted(lv.df if lv.df is not None else math.inf for lv in levels if lv.var is not None)
+    if not rel:
+        return None
+    v = _median(rel)
+    df = dfs[len(dfs) // 2]
+    return (t_quantile(1 - alpha / 2, df) + t_quantile(power, df)) * math.sqrt(2 * v)

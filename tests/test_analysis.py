@@ -40,13 +40,23 @@ def test_h2_matches_an_independent_scipy_computation(analysis) -> None:
     decode = [r.value for r in analysis.runs if r.config == "eagle3-decode"]
     assert decode == DECODE_RUNS
     res = sps.ttest_ind(decode, prefill, equal_var=False)
-    ci = res.confidence_interval(0.95)
-    mean_a = sum(prefill) / len(prefill)
+    mean_a, mean_b = sum(prefill) / 5, sum(decode) / 5
     h2 = hyp(analysis, "H2")
-    assert h2.change == pytest.approx((sum(decode) / 5 - mean_a) / mean_a, rel=1e-12)
-    assert h2.ci_low == pytest.approx(ci.low / mean_a, rel=1e-9)
-    assert h2.ci_high == pytest.approx(ci.high / mean_a, rel=1e-9)
-    assert h2.p_welch == pytest.approx(res.pvalue, rel=1e-9)
+    assert h2.change == pytest.approx(mean_b / mean_a - 1, rel=1e-12)
+    # one launch a side: each level's variance is s²/n plus the assumed 2 % launch noise,
+    # and the interval of the ratio is Fieller's, found here by scanning ρ
+    within_a, within_b = sps.tvar(prefill) / 5, sps.tvar(decode) / 5
+    var_a, var_b = within_a + (0.02 * mean_a) ** 2, within_b + (0.02 * mean_b) ** 2
+    rho = mean_b / mean_a
+    df = (var_b + rho**2 * var_a) ** 2 / (within_b**2 / 4 + (rho**2 * within_a) ** 2 / 4)
+    t = sps.t.ppf(0.975, df)
+    grid = [0.8 + i * 1e-6 for i in range(400_001)]
+    inside = [g for g in grid if (mean_b - g * mean_a) ** 2 <= t**2 * (var_b + g**2 * var_a)]
+    assert h2.ci_low == pytest.approx(inside[0] - 1, abs=2e-6)
+    assert h2.ci_high == pytest.approx(inside[-1] - 1, abs=2e-6)
+    assert h2.unit == "sample"
+    assert (h2.launch_noise, h2.launch_noise_source) == (0.02, "assumed")
+    assert h2.p_welch == pytest.approx(res.pvalue, rel=1e-9)  # the tests stay on samples
     mw = sps.mannwhitneyu(decode, prefill, alternative="two-sided")
     assert h2.p_mannwhitney == pytest.approx(mw.pvalue, rel=1e-9)
     assert h2.ci_high < h2.min_effect  # why it is rejected
@@ -206,14 +216,14 @@ def test_summaries_on_two_threads_equal_the_sequential_ones(
     from sessionlens import group
 
     calls: list[bool] = []
-    real = A._summaries
+    real = A._cells
 
-    def spy(values, alpha, big):  # type: ignore[no-untyped-def]
+    def spy(values, alpha, big, session):  # type: ignore[no-untyped-def]
         calls.append(big)
-        return real(values, alpha, big)
+        return real(values, alpha, big, session)
 
     monkeypatch.setattr(A, "_PARALLEL_FROM", 0)
-    monkeypatch.setattr(A, "_summaries", spy)
+    monkeypatch.setattr(A, "_cells", spy)
     if by_key:
         monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
     got = analyze(load_session(EXAMPLE))
@@ -226,12 +236,12 @@ def test_an_interrupt_stops_the_summaries_not_started(monkeypatch: pytest.Monkey
 
     started: list[str] = []
 
-    def interrupted(points, metric, alpha):  # type: ignore[no-untyped-def]
-        started.append(metric)
+    def interrupted(points, alpha, session):  # type: ignore[no-untyped-def]
+        started.append(points)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(A, "_PARALLEL_FROM", 0)
-    monkeypatch.setattr(A, "_summary", interrupted)
+    monkeypatch.setattr(A, "_cell", interrupted)
     session = load_session(EXAMPLE)
     with pytest.raises(KeyboardInterrupt):
         analyze(session)

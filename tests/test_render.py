@@ -149,6 +149,7 @@ def test_layout_sections_in_design_order(report_md: str) -> None:
         "## Configs",
         "## Settings that differ",
         "## Comparisons",
+        "## Noise",
         "## Hypotheses",
         # economics appear only when a config has acceptance lengths (see below)
         "## Chart",
@@ -159,16 +160,18 @@ def test_layout_sections_in_design_order(report_md: str) -> None:
     lines = report_md.splitlines()
     assert lines[1].startswith("# EAGLE-3 ")
     verdicts = [line for line in lines[2:8] if line.startswith("- H")]
-    assert verdicts[0].startswith("- H1 **rejected**. Claimed: decode mode ")
-    assert "Measured: 60.2 tok/s → 59.6 tok/s (-1.0 %)." in verdicts[0]
+    assert verdicts[0].startswith("- H1 **rejected**: decode mode ")
+    # each number once: the change and its interval are in the reason only
+    assert verdicts[0].count("60.2 tok/s → 59.6 tok/s") == 1
     assert "even the largest increase in the interval is below" in verdicts[0]
-    assert verdicts[1].startswith("- H2 **rejected**. Claimed: eagle3-prefill \\> base by 2%")
+    assert "plus launch noise assumed 2.0 % (no config was launched twice)" in verdicts[0]
+    assert verdicts[1].startswith("- H2 **rejected**: eagle3-prefill \\> base by 2%")
 
 
 def test_every_table_row_keeps_its_header_column_count(report_md: str) -> None:
     tables = _tables(report_md)
-    # configs, settings, comparisons, runs, provenance
-    assert len(tables) == 5
+    # configs, settings, comparisons, noise, runs, provenance
+    assert len(tables) == 6
     for table in tables:
         width = len(table[0])
         assert len(table) >= 2
@@ -177,7 +180,7 @@ def test_every_table_row_keeps_its_header_column_count(report_md: str) -> None:
 
 
 def test_log_text_with_pipes_and_script_stays_in_its_cell(report_md: str) -> None:
-    configs, settings_tbl, _cmp, runs, provenance = _tables(report_md)
+    configs, settings_tbl, _cmp, _noise, runs, provenance = _tables(report_md)
     paths = [row[0] for row in provenance[1:]]
     assert "base/bench|\\<script\\>.log" in paths  # splitting the row consumed the `\\`
     rendered = MarkdownIt("commonmark", {"html": False}).enable("table").render(report_md)
@@ -185,7 +188,17 @@ def test_log_text_with_pipes_and_script_stays_in_its_cell(report_md: str) -> Non
     assert f"<td>{html.escape(MODEL, quote=False)}</td>" in rendered
     model_row = next(r for r in settings_tbl if r[0] == "model_path")
     assert len(model_row) == 4  # setting + three configs
-    assert configs[0] == ["Config", "Label", "Sources", "n", "Mean ± CI", "Median", "CV", "Notes"]
+    assert configs[0] == [
+        "Config",
+        "Label",
+        "Sources",
+        "Launches",
+        "n",
+        "Level ± CI",
+        "Median",
+        "CV",
+        "Notes",
+    ]
     assert runs[0] == ["Config", "Source", "Line", "Run", "Value", "Outlier"]
     assert "<script" not in rendered.lower()
 
@@ -199,21 +212,26 @@ def test_no_raw_html_survives_in_markdown(report_md: str) -> None:
 
 def test_numbers_are_rounded_with_units(report_md: str) -> None:
     assert (
-        "| eagle3-decode | eagle3-decode | eagle3-decode/bench.log | 5 | 59.6 ± 6.7 tok/s | "
+        "| eagle3-decode | eagle3-decode | eagle3-decode/bench.log | 1 | 5 | 59.6 ± 6.5 tok/s | "
         "60.4 tok/s | 9.0 % |" in report_md
     )
     assert (
         "| throughput_tok_s | eagle3-prefill | 5 vs 5 | 82.6 tok/s | 60.2 tok/s | -27.2 % | "
-        "-28.3 % to -26.0 % | <0.001 | 0.0079 | <0.001 | -33.14 |" in report_md
+        "-31.2 % to -22.9 % | <0.001 | 0.0079 | <0.001 | -33.14 |" in report_md
     )
     assert re.search(r"\d\.\d{3,} tok/s", report_md) is None
 
 
 def test_hypothesis_detail(report_md: str) -> None:
     detail = report_md.split("### H1: rejected", 1)[1].split("### H2", 1)[0]
-    assert "- Tests: p Welch 0.82, p Mann–Whitney 0.84, p Holm 0.82, Hedges' g -0.14." in detail
+    assert (
+        "- Tests on samples: p Welch 0.82, p Mann–Whitney 0.84, p Holm 0.82, Hedges' g -0.14."
+        in detail
+    )
+    assert "- Decided: at the 95 % level (Holm's step-down over 2 claims)." in detail
+    assert "- Launch noise: 2.0 % (assumed: no config was launched twice)." in detail
     assert "- Without the flagged outliers: rejected (unchanged)." in detail
-    assert "Runs needed" not in detail  # only for inconclusive verdicts
+    assert "Launches needed" not in detail  # only for inconclusive verdicts
     # model_path differs too (the decode config loads another model): a confound
     assert "- Confounds (settings that also differ): model_path = " in detail
     assert "/models/other\\|model" in detail
@@ -303,7 +321,7 @@ def test_html_page_is_inert_and_carries_the_header_in_meta(
     assert "<!-- sessionlens" not in report_html
     assert "xychart-beta" not in report_html
     assert page.tags.count("svg") == 1
-    assert page.tags.count("table") == 5
+    assert page.tags.count("table") == 6
     assert "<style>" in report_html
     assert "<link" not in report_html
     title = re.search(r"<title>(.*)</title>", report_html)

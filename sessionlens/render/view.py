@@ -151,7 +151,7 @@ def fmt_setting(value: Any) -> str:
 
 def level_text(alpha: float) -> str:
     """The confidence level of intervals at `alpha`: `95 %`."""
-    return f"{(1 - alpha) * 100:g} %"
+    return f"{round((1 - alpha) * 100, 2):g} %"
 
 
 def refs_text(numbers: Iterable[int]) -> str:
@@ -216,6 +216,10 @@ class HypothesisView:
     confounds: list[ConfoundView]
     reason: str
     refs: str
+    sides: str  # "eagle3-decode (5 values, 1 launch) against eagle3-prefill (5 values, 1 launch)"
+    tests_on: str  # "samples" or "launch means"
+    decided: str  # "at the 98.3 % level (Holm's step-down over 3 claims)"
+    noise: str  # "2.0 % (assumed: no config was launched twice)"
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +228,7 @@ class ConfigRow:
     label: str
     sources: str
     n: int
+    launches: int
     mean_ci: str
     median: str
     cv: str
@@ -250,6 +255,18 @@ class ComparisonRow:
     p_holm: str
     hedges_g: str
     refs: str
+
+
+@dataclass(frozen=True, slots=True)
+class NoiseView:
+    """One metric's launch noise (DESIGN §5 "What the report says about noise")."""
+
+    metric: str
+    launch_cv: str
+    source: str  # where it comes from, in words
+    within_cv: str
+    smallest: str  # the smallest effect the session could resolve (80 % power)
+    assumed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,6 +366,7 @@ class ReportView:
     settings_partial: list[SettingRow]  # recorded by some configs only ("—" elsewhere)
     comparisons: list[ComparisonRow]
     has_holm: bool
+    noise: list[NoiseView]
     economics: list[EconomicsView]
     chart: ChartView | None
     runs: list[RunView]
@@ -433,7 +451,7 @@ def _build_notes(a: Analysis, shown: list[str], carry: dict[str, int | None]) ->
                 f"{'outliers' if many else 'an outlier'} (|0.6745·(x − median)/MAD| > 3.5); "
                 f"{'they stay' if many else 'it stays'} in every statistic",
             )
-    # 3. confounds; 4. few samples; 5. single launch
+    # 3. confounds; 4. few samples; 5. assumed launch noise
     for i, d in diags:
         if d.code == "confound":
             add_diag(i, d)
@@ -442,12 +460,12 @@ def _build_notes(a: Analysis, shown: list[str], carry: dict[str, int | None]) ->
             add_diag(i, d)
     _stat_notes(notes, a, shown, only="few-samples")
     for i, d in diags:
-        if d.code == "single-launch":
+        if d.code == "assumed-launch-noise":
             add_diag(i, d)
     # 6. other statistical caveats (data, not diagnostics)
     _stat_notes(notes, a, shown, only=None)
     # 7. every other warning and error; 8. info diagnostics grouped by code
-    handled = {*_TRUNCATION, "confound", "few-samples", "single-launch"}
+    handled = {*_TRUNCATION, "confound", "few-samples", "assumed-launch-noise"}
     for i, d in diags:
         if d.level != "info" and d.code not in handled:
             add_diag(i, d)
@@ -480,7 +498,8 @@ def _build_notes(a: Analysis, shown: list[str], carry: dict[str, int | None]) ->
 
 def _stat_notes(notes: _Notes, a: Analysis, shown: list[str], only: str | None) -> None:
     """Warnings that stats/verdict/specmath attach to results (codes, worded here)."""
-    skip = {"outlier"}  # outliers have their own notes with the values
+    # outliers have their own notes with the values, assumed noise its diagnostic's note
+    skip = {"outlier", "assumed-launch-noise"}
 
     def wanted(code: str) -> bool:
         return code not in skip and (code == only if only is not None else code != "few-samples")
@@ -581,7 +600,7 @@ def _hypothesis(
         claimed=f"{h.direction} ≥ {format_percent(h.min_effect, places)}",
         mean_baseline=fmt(h.metric, h.mean_baseline, carry.get(h.metric)),
         mean_candidate=fmt(h.metric, h.mean_candidate, carry.get(h.metric)),
-        change=format_percent(h.change, places, signed=True),
+        change=format_percent(h.change, max(places, pct_places(h.change)), signed=True),
         ci=_interval(h.ci_low, h.ci_high, places),
         p_welch=fmt_p(h.p_welch),
         p_mannwhitney=fmt_p(h.p_mannwhitney),
@@ -593,7 +612,7 @@ def _hypothesis(
         runs_needed=(
             None
             if h.verdict != "inconclusive"
-            else ("—" if h.runs_needed is None else str(h.runs_needed))
+            else ((h.runs_needed_note or "—") if h.runs_needed is None else str(h.runs_needed))
         ),
         confounds=[
             ConfoundView(c.setting, fmt_setting(c.baseline), fmt_setting(c.candidate))
@@ -601,7 +620,46 @@ def _hypothesis(
         ],
         reason=h.reason,
         refs=refs_text(refs),
+        sides=(
+            f"{md(h.candidate)} ({_side(h.samples_candidate, a, h.candidate, h.metric)}) "
+            f"against {md(h.baseline)} ({_side(h.samples_baseline, a, h.baseline, h.metric)})"
+        ),
+        tests_on="launch means" if h.unit == "launch" else "samples",
+        decided=_decided(h, len(a.hypotheses), a.alpha),
+        noise=_noise_words(h.launch_noise, h.launch_noise_source),
     )
+
+
+def _side(samples: int, a: Analysis, config: str, metric: str) -> str:
+    c = next((c for c in a.configs if c.name == config), None)
+    m = c.metrics.get(metric) if c is not None else None
+    launches = m.launches if m is not None else 0
+    values = "1 value" if samples == 1 else f"{format_number(samples, 0)} values"
+    return f"{values}, {launches} launch" + ("" if launches == 1 else "es")
+
+
+def _decided(h: HypothesisResult, size: int, alpha: float) -> str:
+    if h.holm_level is None:
+        if h.verdict_raw is not None and h.verdict_raw != h.verdict:
+            return (
+                f"not decided: {h.verdict_raw} at the raw {level_text(alpha)} level, but not at "
+                f"the level Holm's step-down over {size} claims asks"
+            )
+        return "not decided"
+    if size == 1:
+        return f"at the {level_text(h.holm_level)} level"
+    return f"at the {level_text(h.holm_level)} level (Holm's step-down over {size} claims)"
+
+
+def _noise_words(cv: float | None, source: str | None) -> str:
+    if cv is None or source is None:
+        return "—"
+    words = {
+        "measured": "measured from the configs launched more than once",
+        "given": "given in sessionlens.toml",
+        "assumed": "assumed: no config was launched twice",
+    }
+    return f"{format_percent(cv)} ({words.get(source, source)})"
 
 
 def _economics(e: EconomicsResult, a: Analysis, notes: _Notes) -> EconomicsView:
@@ -671,6 +729,15 @@ def _economics(e: EconomicsResult, a: Analysis, notes: _Notes) -> EconomicsView:
         ),
         refs=refs_text(refs),
     )
+
+
+def _noise_source(n: _analysis.NoiseResult) -> str:
+    if n.source == "measured":
+        df = "" if n.df is None else f", {format_number(n.df, 0)} df"
+        return f"measured from {n.launches} launches of {n.configs} configs{df}"
+    if n.source == "given":
+        return "given in sessionlens.toml"
+    return "assumed (no config was launched twice)"
 
 
 def _nice(x: float, up: bool) -> float:
@@ -792,6 +859,7 @@ def build(analysis: Analysis, session_ref: str) -> ReportView:
                 label=c.label,
                 sources=", ".join(c.sources) if c.sources else "—",
                 n=s.n if s is not None else 0,
+                launches=s.launches if s is not None else c.launches,
                 mean_ci=mean_ci,
                 median=fmt(headline, s.median, hc) if s is not None and headline else "—",
                 cv=format_percent(s.cv) if s is not None and s.cv is not None else "—",
@@ -830,7 +898,8 @@ def build(analysis: Analysis, session_ref: str) -> ReportView:
             ComparisonRow(
                 metric=cmp.metric,
                 candidate=cmp.candidate,
-                n=f"{cmp.n_candidate} vs {cmp.n_baseline}",
+                n=f"{cmp.n_candidate} vs {cmp.n_baseline}"
+                + (" launches" if cmp.unit == "launch" else ""),
                 mean_baseline=fmt(cmp.metric, cmp.mean_baseline, mc),
                 mean_candidate=fmt(cmp.metric, cmp.mean_candidate, mc),
                 change=format_percent(cmp.change, places, signed=True),
@@ -844,6 +913,20 @@ def build(analysis: Analysis, session_ref: str) -> ReportView:
         )
 
     econ = [_economics(e, a, notes) for e in a.economics]
+
+    noise = [
+        NoiseView(
+            metric=m,
+            launch_cv=format_percent(n.launch_cv),
+            source=_noise_source(n),
+            within_cv="—" if n.within_cv is None else format_percent(n.within_cv),
+            smallest=(
+                "—" if n.min_detectable_effect is None else format_percent(n.min_detectable_effect)
+            ),
+            assumed=n.source == "assumed",
+        )
+        for m, n in a.noise.items()
+    ]
 
     runs: list[RunView] = []
     for r in a.runs:
@@ -888,6 +971,7 @@ def build(analysis: Analysis, session_ref: str) -> ReportView:
         settings_partial=partial,
         comparisons=comparisons,
         has_holm=bool(a.hypotheses),
+        noise=noise,
         economics=econ,
         chart=_chart(a, headline, carry.get(headline)) if headline is not None else None,
         runs=runs,

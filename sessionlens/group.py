@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from . import metrics, stats
+from ._settings import norm_value as _norm
 
 if TYPE_CHECKING:
     import numpy as np
@@ -90,34 +91,6 @@ MEASURED: frozenset[str] = frozenset(
 )
 _MEASURED_ROOTS = ("server_info.", "steady_", "cache_storage_")
 _MEASURED_SUFFIX = ("_share",)
-
-
-# Run parameters a config's runs should share: pooled, different values mix different
-# experiments (a request-rate sweep in one folder); `num_runs` and `warmup` do not.
-POOLING_KEYS: frozenset[str] = frozenset(
-    {
-        "request_rate",
-        "max_concurrency",
-        "batch_size",
-        "input_len",
-        "output_len",
-        "random_input_len",
-        "random_output_len",
-        "dataset_name",
-        "max_tokens",
-        "model",
-        "model_path",
-        "model_id",
-        "served_model_name",
-        "tag",
-        "url",
-    }
-)
-
-
-def same_value(a: Any, b: Any) -> bool:
-    """Whether two setting values are the same (as `settings_diff` compares them)."""
-    return bool(_norm(a) == _norm(b))
 
 
 def is_measured(key: str) -> bool:
@@ -570,14 +543,6 @@ def settings_diff(
         if len(present) < len(names) or differs or key in mixed_keys:
             diff[key] = vals
     return diff
-
-
-def _norm(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_norm(v) for v in value)
-    if isinstance(value, dict):
-        return tuple(sorted((k, _norm(v)) for k, v in value.items()))
-    return value
 
 
 def confounds(

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from . import _discover, _launch
 from . import diagnostics as dg
 from ._progress import progress as progress_bar
+from ._settings import POOLING_KEYS, same_value
 from .errors import ManifestError, UsageError
 from .manifest import ConfigSpec, HypothesisSpec, Manifest, load, parse_hypothesis
 from .model import LaunchSpans, SampleColumns, SourceInfo
@@ -87,8 +88,6 @@ class Session:
     def overridden(self, name: str) -> list[tuple[str, Any, Any]]:
         """(key, the manifest's value, the logged value) where a config's manifest settings
         replace a different value read from its logs."""
-        from . import group
-
         spec = self._spec(name)
         if not spec.settings:
             return []
@@ -96,20 +95,18 @@ class Session:
         return [
             (k, v, logged[k])
             for k, v in spec.settings.items()
-            if k in logged and not group.same_value(v, logged[k])
+            if k in logged and not same_value(v, logged[k])
         ]
 
     def mixed_settings(self, name: str) -> dict[str, list[Any]]:
         """Benchmark parameters (rate, concurrency, sizes, model, tag, server URL) that take
         more than one value among a config's sources and blocks: their runs are pooled."""
-        from . import group
-
         seen: dict[str, list[Any]] = {}
         for key, value in self._logged_items(name):
-            if key.rsplit(".", 1)[-1] not in group.POOLING_KEYS:
+            if key.rsplit(".", 1)[-1] not in POOLING_KEYS:
                 continue
             values = seen.setdefault(key, [])
-            if not any(group.same_value(value, v) for v in values):
+            if not any(same_value(value, v) for v in values):
                 values.append(value)
         spec = self._spec(name)
         return {k: v for k, v in seen.items() if len(v) > 1 and k not in spec.settings}

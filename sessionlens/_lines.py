@@ -56,8 +56,21 @@ _MAGIC = (
 )
 
 # ANSI: full CSI sequences with ESC; without ESC only the SGR form `[..m` that pastes keep.
-_ANSI_ESC = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>]")
-_ANSI_BARE = re.compile(r"\[[0-9;]{0,12}m")
+# (Patterns in the syntax both Python's `re` and polars' Rust regex read.)
+ANSI_ESC_RX = r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>]"
+ANSI_BARE_RX = r"\[[0-9;]{0,12}m"
+_ANSI_ESC = re.compile(ANSI_ESC_RX)
+_ANSI_BARE = re.compile(ANSI_BARE_RX)
+# What `clean` does to a line that holds none of `CLEAN_HARD_RX` (no `\r`, quote or fence
+# marker, backtick) and is no JSON log envelope: these removals, in this order (pattern, and
+# whether it is literal), so that a vectorised reader can clean such lines itself.
+CLEAN_STEPS: tuple[tuple[str, bool], ...] = (
+    (ANSI_ESC_RX, False),
+    ("\x1b", True),
+    (ANSI_BARE_RX, False),
+    ("**", True),
+)
+CLEAN_HARD_RX = r"[`~>\r]"
 _FENCE = re.compile(r"^\s*(?:>\s?)*(?:```|~~~)[\w+-]*\s*$")
 _QUOTE = re.compile(r"^(?:\s{0,3}>\s?)+")
 

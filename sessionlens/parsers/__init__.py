@@ -8,6 +8,9 @@ The pipeline for one file:
    to the tidy columns, settings to the source or its block, summary items to the summary,
    diagnostics to the list. Provenance (lines, bytes, sha256) is known once lines are read.
 4. A recognised file that yields no sample gets `no-samples`, so no file is dropped silently.
+5. A parser that meets another format inside its source (a server log in a benchmark's
+   terminal, phase lines in a server log) asks `ctx.embed(format_id)`; `embedded_reader`
+   finds that format here, in `PARSERS`, so no format module imports another.
 """
 
 from __future__ import annotations
@@ -67,6 +70,14 @@ def register(parser: Parser) -> None:
     if parser.format_id in PARSERS:
         raise ValueError(f"format {parser.format_id!r} is already registered")
     PARSERS[parser.format_id] = parser
+
+
+def embedded_reader(format_id: str, ctx: ParseContext, options: dict[str, Any]) -> object:
+    """The line reader of a registered format, for a parser that embeds it (`ctx.embed`)."""
+    make = getattr(PARSERS.get(format_id), "line_reader", None)
+    if make is None:
+        raise LookupError(f"format {format_id!r} has no line reader to embed")
+    return make(ctx, **options)
 
 
 def detect(head: str, name: str) -> str | None:

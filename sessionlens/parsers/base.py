@@ -1,8 +1,10 @@
-"""The parser plug-in point: the `Parser` protocol, `ParseContext`, and number helpers.
+"""The parser plug-in point: the `Parser` and line-reader protocols, and `ParseContext`.
 
 A parser is a module with `format_id`, `priority`, `sniff(head, name) -> float` and
 `parse(src, ctx) -> Iterator[Record]`. It never raises on content: problems become
-diagnostics through `ctx.warn`. It never opens files and never groups across sources.
+diagnostics through `ctx.warn`. It never opens files and never groups across sources. A
+format that embeds another (a server log printed into a benchmark's output) asks for its
+reader by id, `ctx.embed(format_id)`, and never imports its module (STYLE "Parser floors").
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, cast
 
 from .. import diagnostics as dg
 from .._lines import Line, SourceText
@@ -39,6 +41,47 @@ class LineReader(Protocol):
     def feed(self, ln: Line) -> Iterator[Record]: ...
 
     def finish(self) -> Iterator[Record]: ...
+
+
+class InlineReader(LineReader, Protocol):
+    """A reader of records that stand among another format's lines (profiler phase lines
+    in a server log): the outer reader asks it which lines it wants and whether it took
+    the last one, and may hand it a rank and its block numbering."""
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """Every line `starts` a record at holds one of these (for readers that pick lines)."""
+        ...
+
+    @property
+    def idle(self) -> bool:
+        """Nothing is open: a line `starts` nothing at changes nothing."""
+        ...
+
+    @property
+    def blocks(self) -> int:
+        """Blocks numbered so far."""
+        ...
+
+    @property
+    def took_last(self) -> bool:
+        """Whether the last line fed was one of its records."""
+        ...
+
+    def wants(self, text: str) -> bool: ...
+
+    def feed(self, ln: Line, rank: str | None = None) -> Iterator[Record]: ...
+
+    def number_with(self, next_block: Callable[[], int]) -> None: ...
+
+
+class Embeddable(Protocol):
+    """A format module whose reader other formats embed: `line_reader(ctx, **options)` gives a
+    `LineReader` (or an `InlineReader`) of its lines."""
+
+    format_id: str
+
+    def line_reader(self, ctx: ParseContext, **options: Any) -> LineReader: ...
 
 
 class Prefiltered:
@@ -85,61 +128,18 @@ class ParseContext:
         """Count one record of a kind (`decode`, `run`, `http-access`, …) for provenance."""
         self.counts[kind] += n
 
+    def embed(self, format_id: str, **options: Any) -> LineReader:
+        """The line reader of another format, found by id in the registry (`PARSERS`), for
+        lines of that format inside this source; `options` go to its `line_reader`."""
+        return cast(LineReader, self._embedded_reader(format_id, options))
 
-# ------------------------------------------------------------------ numbers
+    def embed_inline(self, format_id: str, **options: Any) -> InlineReader:
+        """As `embed`, for a format whose records stand among the embedder's lines."""
+        return cast(InlineReader, self._embedded_reader(format_id, options))
 
-NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
-_SPECIAL = {
-    "nan": float("nan"),
-    "inf": float("inf"),
-    "-inf": float("-inf"),
-    "infinity": float("inf"),
-    "-infinity": float("-inf"),
-}
+    def _embedded_reader(self, format_id: str, options: dict[str, Any]) -> object:
+        # The registry lives in the package above (it imports every format); it is loaded
+        # by the time a parser runs, so this import never imports a format module here.
+        from . import embedded_reader
 
-
-def decimals_of(text: str) -> int:
-    """Digits after the decimal point in a printed number."""
-    body = text.split("e")[0].split("E")[0]
-    return len(body.split(".", 1)[1]) if "." in body else 0
-
-
-@dataclass(frozen=True, slots=True)
-class Num:
-    """A number read from a field, or why none could be read."""
-
-    value: float | None
-    cut: bool = False  # the field was cut mid-value: no sample, a `truncated-value`
-
-
-def read_number(
-    text: str,
-    *,
-    at_end: bool,
-    line_cut: bool,
-    decimals: int | None = None,
-) -> Num:
-    """Read a field's number by the rule of DESIGN §2.
-
-    `text` is the field value with its terminator removed; `at_end` says that nothing (no
-    delimiter, no unit) followed it on the line; `line_cut` that the line is a last line
-    without `\\n`; `decimals` the fixed decimals of the format, if it has them. A value at
-    the end of a cut line is complete only when its fixed decimals are all there; a value
-    with fewer decimals than its format prints is cut wherever it stands.
-    """
-    t = text.strip()
-    low = t.lower().rstrip("%")
-    if low in _SPECIAL:
-        return Num(_SPECIAL[low])
-    m = NUMBER.fullmatch(t)
-    if m is None:
-        if at_end and line_cut and (t == "" or (NUMBER.match(t) is None and t in "-+.")):
-            return Num(None, cut=True)
-        return Num(None)
-    if decimals is not None and decimals > 0 and decimals_of(t) < decimals:
-        return Num(None, cut=True)
-    if at_end and line_cut and not (decimals is not None and decimals > 0):
-        return Num(None, cut=True)
-    if t.endswith(".") or t.endswith("e") or t.endswith("E"):
-        return Num(None, cut=True)
-    return Num(float(t))
+        return embedded_reader(format_id, self, options)

@@ -6,7 +6,8 @@ Header `Benchmarking URL` and `max_tokens=N, num_runs=N, warmup=N` (settings), w
 Each invocation (a `Benchmarking` header, or run numbers starting again) is a block with its
 own checks; the source summary holds the overall figure Σtokens/Σseconds, recomputed (and
 flagged with `truncated-output`) when the section is missing or cut. Server-log and profiler
-lines printed to the same terminal go to embedded readers. It never opens files.
+lines printed to the same terminal go to those formats' readers, asked for by id (`ctx.embed`).
+It never opens files.
 """
 
 from __future__ import annotations
@@ -18,12 +19,13 @@ from typing import Any
 
 from .._lines import Line, SourceText
 from ..model import BlockStart, Record, Sample, Setting, SummaryItem
-from . import sglang_server, vllm_server
-from ._block import FOREIGN, LineReader, counter, sglang_log_reader, strip_head, strip_outer
-from .base import NUMBER, ParseContext, read_number
+from ._blocks import FOREIGN, counter
+from ._fields import NUMBER, read_number, strip_head, strip_outer
+from .base import LineReader, ParseContext
 
 format_id = "bench-stdout"
 priority = 10
+_VLLM, _SGLANG = "vllm-server", "sglang-server"  # the server logs a terminal may hold
 
 _RUN_SNIFF = re.compile(r"Run\s+\d+\s*/\s*\d+\s*:\s*\d+\s+tokens?\s+in\s")
 _HEADER = re.compile(r"^\s*Benchmarking\b[\s.:]*(?P<url>\S*)")
@@ -178,13 +180,11 @@ def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
 
 def _server_line(ln: Line, text: str, st: _State, ctx: ParseContext) -> Iterator[Record]:
     ctx.count("server-line")
-    fid = vllm_server.format_id if _VLLM_LINE.search(text) else sglang_server.format_id
+    fid = _VLLM if _VLLM_LINE.search(text) else _SGLANG
     reader = st.servers.get(fid)
     if reader is None:
         reader = st.servers[fid] = (
-            vllm_server.Reader(ctx)
-            if fid == vllm_server.format_id
-            else sglang_log_reader(ctx, st.next_block)
+            ctx.embed(fid) if fid == _VLLM else ctx.embed(fid, next_block=st.next_block)
         )
     yield from _embedded(fid, reader.feed(Line(ln.no, text, ln.cut)), ctx)
 

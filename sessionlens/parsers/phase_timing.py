@@ -1,7 +1,8 @@
 """`phase-timing`: profiler lines `NAME: X ms/cyc ( P%)` and vLLM V0's stage-time line.
 
 Owns phase blocks and their verify/draft/cycle totals (DESIGN §3). `Reader` is the line-level
-state machine `sglang-server` embeds; it reads no other record: any other line ends a block.
+state machine server logs embed (`ctx.embed_inline("phase-timing")`, through `line_reader`); it
+reads no other record: any other line ends a block.
 """
 
 from __future__ import annotations
@@ -15,14 +16,16 @@ from dataclasses import dataclass, field
 from .. import metrics
 from .._lines import Line, SourceText
 from ..model import BlockStart, Record, Sample
-from .base import ParseContext, decimals_of, read_number
+from ._fields import decimals_of, last_timestamp, percent, rank_of, read_number
+from .base import ParseContext
 
 format_id = "phase-timing"
 priority = 15
 
 _SNIFF = re.compile(r":\s*[-+]?\d[\d.]*\s*ms/cyc\b")
 _STAGE_SNIFF = "SpecDecodeWorker stage times"
-STAGE_SNIFF = _STAGE_SNIFF  # for readers that pick lines for `Reader.feed` themselves
+# Every line `Reader.starts` is true of holds one of these (for embedders picking lines).
+WORDS = ("ms/cyc", _STAGE_SNIFF)
 
 # `NAME: 29.47 ms/cyc`: the name stands between the colon before the value and the colon
 # (or start) before it; see `_clean_name` for the prefixes taken off. Found with rfind, not
@@ -42,21 +45,6 @@ _STAGE_FIELDS = {
     "scoring_time_ms": "target_forward_ms",
     "verification_time_ms": "rejection_sampling_ms",
 }
-
-# SGLang `[2025-01-02 03:04:05(.mmm)`, 0.3.0 `HH:MM:SS`, vLLM `MM-DD HH:MM:SS`, docker
-# RFC 3339 and custom logging configs (`2026-03-18 11:22:05.874`, `,874`).
-TIMESTAMP = re.compile(
-    r"(?:\d{4}-\d{2}-\d{2}[ T]|\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?"
-    r"(?:Z|[+-]\d{2}:?\d{2}\b)?"
-)
-
-
-def last_timestamp(prefix: str) -> str | None:
-    """The last timestamp in a line prefix, as printed (the innermost logger's own one)."""
-    found = None
-    for m in TIMESTAMP.finditer(prefix):
-        found = m.group()
-    return found
 
 
 def sniff(head: str, name: str) -> float:
@@ -96,14 +84,6 @@ def _clean_name(raw: str) -> str:
     return " ".join(words)
 
 
-def percent(text: str, value: float) -> float:
-    """A printed percentage as a fraction: `89.6` -> 0.896 (not 0.8959999999999999)."""
-    try:
-        return float(text.strip() + "e-2")
-    except ValueError:  # nan, inf and the like
-        return value / 100
-
-
 @dataclass
 class _Phase:
     name: str
@@ -135,7 +115,8 @@ class Reader:
         self._block: _Block | None = None
         self._names: set[str] = set()  # phase names seen in the file (for cut lines)
         self._prev: list[str] = []  # phase slugs of the last closed block, in order
-        self.last_was_phase = False  # whether the last fed line was read as a phase line
+        self.took_last = False  # whether the last fed line was read as a phase line
+        self.words = WORDS
 
     @property
     def blocks(self) -> int:
@@ -163,17 +144,17 @@ class Reader:
     def feed(self, ln: Line, rank: str | None = None) -> Iterator[Record]:
         """Records of one line; any line that is not a phase line closes the open block."""
         text = ln.text
-        self.last_was_phase = False
+        self.took_last = False
         if "ms/cyc" in text:
             at = text.find("ms/cyc")
             found = _split_phase(text, at)
             if found is not None:
-                self.last_was_phase = True
+                self.took_last = True
                 yield from self._phase(ln, *found, text[at + 6 :], rank)
                 return
         if _STAGE_SNIFF in text:
             yield from self._close()
-            self.last_was_phase = True
+            self.took_last = True
             yield from _stage_times(ln, self.ctx)
             return
         if ln.cut and (self._block is not None or self._names):
@@ -380,11 +361,15 @@ def _line_rank(text: str) -> str | None:
         return f"rank{m.group('rank')}"
     b = _RANKED_BRACKET.search(head)
     if b is not None:
-        from .sglang_server import _rank_of  # it imports this module
-
-        return _rank_of(b.group())[0]
+        return rank_of(b.group())[0]
     t = _LABEL_TAG.match(text)
     return t.group("tag") if t is not None else None
+
+
+def line_reader(ctx: ParseContext, *, next_block: Callable[[], int] | None = None) -> Reader:
+    """A reader for phase lines inside another format's source (`ctx.embed_inline`); its
+    blocks take their numbers from `next_block` when the embedder numbers blocks too."""
+    return Reader(ctx, next_block=next_block)
 
 
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:

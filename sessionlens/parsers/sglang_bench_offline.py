@@ -1,8 +1,9 @@
 """`sglang-bench-offline`: `python -m sglang.bench_offline_throughput` result blocks.
 
 Owns the sniff and wiring for the offline block (log-formats §5.3): preamble, several blocks
-per file each with the label line above it, read by the shared `_block.BlockReader`. The
-in-process engine's own log lines go to `sglang_server.Reader`. No eval, no file access.
+per file each with the label line above it, read by the shared `_blocks.BlockReader`. The
+in-process engine's own log lines go to sglang-server's reader (`ctx.embed`). No eval, no
+file access.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ from collections.abc import Callable, Iterator
 
 from .._lines import SourceText
 from ..model import Record
-from . import _block, sglang_server
+from . import _blocks
+from ._fields import strip_head
 from .base import ParseContext, read_lines
 
 format_id = "sglang-bench-offline"
 priority = 20
+_SERVER = "sglang-server"  # the format of the engine's own log lines
 
 
 # bench_offline_throughput's backends (`engine`, `runtime`): no serving client has them.
@@ -31,18 +34,18 @@ _JSON_HEAD = re.compile(
 
 def sniff(head: str, name: str) -> float:
     """Score: the title is decisive; `Last generation throughput` or `Backend: engine` hint."""
-    if _block.TITLE_OFFLINE.search(head):
+    if _blocks.TITLE_OFFLINE.search(head):
         return 1.0
     if _JSON_HEAD.search(head):
         return 1.0
-    if _block.TITLE_SERVING.search(head):
+    if _blocks.TITLE_SERVING.search(head):
         return 0.0
-    if _block.OFFLINE_ROW.search(head) or _OFFLINE_BACKEND.search(_block.strip_head(head)):
+    if _blocks.OFFLINE_ROW.search(head) or _OFFLINE_BACKEND.search(strip_head(head)):
         return 0.9
     return 0.0
 
 
-class Reader(_block.BlockReader):
+class Reader(_blocks.BlockReader):
     """Line-level reader of bench_offline_throughput output (blocks, engine log lines)."""
 
     def __init__(
@@ -54,12 +57,8 @@ class Reader(_block.BlockReader):
         jsonl: bool = False,
     ) -> None:
         # one block numbering for the result blocks and the server log's phase blocks
-        next_block = next_block or _block.counter()
-        embedded = (
-            (sglang_server.format_id, _block.sglang_log_reader(ctx, next_block))
-            if embed_server
-            else None
-        )
+        next_block = next_block or _blocks.counter()
+        embedded = (_SERVER, ctx.embed(_SERVER, next_block=next_block)) if embed_server else None
         super().__init__(
             format_id, ctx, next_block=next_block, json_records=True, jsonl=jsonl, embedded=embedded
         )

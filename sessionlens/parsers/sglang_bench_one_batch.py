@@ -3,7 +3,7 @@
 Owns one block per benchmarked case (batch size × input len × output len) with its samples
 and its settings `batch_size`, `input_len`, `output_len`; warm-up runs are read but never
 samples. The SGLang server lines printed to the same terminal (bench_one_batch_server runs
-the server in-process) go to the embedded `sglang_server.Reader`; it reads none itself.
+the server in-process) go to sglang-server's reader (`ctx.embed`); it reads none itself.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ from dataclasses import dataclass, field, replace
 
 from .._lines import Line, SourceText
 from ..model import BlockStart, Record, Sample, Setting
-from . import _block, sglang_server
-from ._block import strip_head, strip_outer
+from . import _blocks
+from ._fields import keyed_fields, lookup_field, read_value, strip_head, strip_outer
 from .base import ParseContext, Prefiltered, read_lines
-from .vllm_server import keyed_fields, lookup_field, read_value
 
 format_id = "sglang-bench-one-batch"
 priority = 20
+_SERVER = "sglang-server"  # the format of the in-process server's log lines
 
 # ------------------------------------------------------------------ bench_one_batch lines
 # f"Prefill. latency: {l:6.5f} s, throughput: {t:9.2f} token/s" (unchanged 0.3–0.5.23)
@@ -42,7 +42,7 @@ _SKIPPING = re.compile(
 _SKIP_SERVER = re.compile(r"\bSkip benchmark (?P<what>.*?)(?: due to (?P<why>[^=]*?))?\.?=*\s*$")
 _MAX_TOKENS = re.compile(r"^\s*max_total_num_tokens\s*=\s*(?P<n>\d{1,18})(?P<end>\s*$|\s*,)")
 
-# Per line kind: label -> (metric, kind, fixed decimals); see vllm_server.keyed_fields.
+# Per line kind: label -> (metric, kind, fixed decimals); see _fields.keyed_fields.
 _PREFILL_FIELDS = {
     "latency": ("prefill_latency_s", "num", 5),
     "throughput": ("prefill_throughput_tok_s", "num", 2),
@@ -140,8 +140,8 @@ class Reader:
         self.claimed = False
         # bench_one_batch_server launches the server in-process: its log shares the terminal
         # one block numbering for the cases and the server log's phase blocks
-        self._next_block = next_block or _block.counter()
-        self._server = _block.sglang_log_reader(ctx, self._next_block) if embed_server else None
+        self._next_block = next_block or _blocks.counter()
+        self._server = ctx.embed(_SERVER, next_block=self._next_block) if embed_server else None
         self._case: _Case | None = None
         self._warmup = False  # between `Warmup ...` and `Benchmark ...` (bench_one_batch)
         self._framed_warmup = False  # between `Warmup Begin` and `Warmup End` (server)
@@ -187,7 +187,7 @@ class Reader:
         for rec in records:
             # the server log's own records carry no block; its phase blocks say their format
             if isinstance(rec, Sample | Setting) and rec.block is None:
-                self.ctx.embedded.add(sglang_server.format_id)
+                self.ctx.embedded.add(_SERVER)
             yield rec
 
     def _feed(self, ln: Line) -> Iterator[Record]:
@@ -729,7 +729,7 @@ def _records(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
                 continue
             if value is None:
                 continue
-            number = _block.json_number(ctx, ln.no, f"record {block}: {key}", value)
+            number = _blocks.json_number(ctx, ln.no, f"record {block}: {key}", value)
             if number is None:
                 continue
             if metric == "accept_length" and not bonus_said:

@@ -3,7 +3,7 @@
 Owns the interval series of a vLLM server log (every generation from 0.4 to 0.33, behind any
 prefix), its settings (version, engine config, `non-default args`) and the per-source fact
 `accept_len_counts_bonus`; a `vllm bench serve` run printed into the log is handed to that
-parser's reader, and SpecDecodeWorker stage times go through phase-timing's line function.
+parser's reader and SpecDecodeWorker stage times to phase-timing's, both by id (`ctx.embed`).
 It never evaluates a logged repr (`_literal` reads them).
 """
 
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from .. import _literal
 from .._lines import Line, SourceText
 from ..model import BlockStart, Record, Sample, Setting, SummaryItem
-from . import phase_timing
-from .base import ParseContext, read_number
+from ._fields import Field, Read, keyed_fields, lookup_field, read_value
+from .base import InlineReader, ParseContext
 
 format_id = "vllm-server"
 priority = 20
@@ -39,6 +39,8 @@ _MFU_METRIC = {"TF": "decode_tflops_per_gpu", "GB": "read_bw_gb_s"}
 _UNREAD = re.compile(r"\b(?P<what>DiffusionDecoding metrics|Iteration\(\d+\))\s*:")
 _PREFIX_V0 = re.compile(r"Prefix cache hit rate\s*:\s*(?=GPU\s*:)")
 _STAGE_TIMES = "SpecDecodeWorker stage times"
+_PHASES = "phase-timing"  # the format that reads the stage-times line
+_BENCH = "vllm-bench-serve"  # the format of a benchmark run printed into the log
 _VERSION = re.compile(
     r"\bvLLM (?:API )?server version:?\s+v?(?P<ver>\d[\w.+-]*)"
     # 0.20+ start-up logo (the default): `... █▀▄▀█  version 0.33.0`
@@ -66,9 +68,6 @@ _ANY_TS = re.compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}\b)?"
 )
 _FILE_LINE = re.compile(r"\[?[\w./-]+\.py:\d+\]\s*")
-
-# A number at the start of a value: digits, or nan/inf as Python prints them.
-_NUM = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)", re.I)
 
 # ------------------------------------------------------------------ field catalogs
 
@@ -135,53 +134,6 @@ _BONUS_ERA = {"accepted_throughput_tok_s", "drafted_throughput_tok_s", "avg draf
 # ------------------------------------------------------------------ keyed fields
 
 
-@dataclass(frozen=True, slots=True)
-class _Field:
-    key: str  # normalised label: lower case, single spaces, V0's "tokens tokens" typo fixed
-    label: str  # the label as printed
-    value: str  # the raw value text (number, unit, `%`, or a list)
-    start: int  # offset of the value in the line
-
-
-def _norm_key(raw: str) -> str:
-    key = " ".join(raw.lower().split())
-    return key.replace("tokens tokens", "tokens")  # vLLM 0.4.1–0.5.2 typo
-
-
-def keyed_fields(text: str, start: int) -> list[_Field]:
-    """Fields `label: value` of a `, `-joined line, in any order and any subset.
-
-    A part without `: ` continues the part before it (per-position lists, `KV fetch: a, b,
-    c`); the key is the text before the part's last `: `. Parts before the first keyed one
-    and empty parts (trailing `, `) are dropped.
-    """
-    spans: list[list[int]] = []
-    pos = start
-    while pos <= len(text):
-        cut = text.find(", ", pos)
-        end = len(text) if cut < 0 else cut
-        if ": " in text[pos:end] or text[pos:end].rstrip().endswith(":"):
-            spans.append([pos, end])
-        elif spans and text[pos:end].strip():
-            spans[-1][1] = end
-        if cut < 0:
-            break
-        pos = cut + 2
-    out: list[_Field] = []
-    for a, b in spans:
-        part = text[a:b]
-        colon = part.rfind(": ")
-        if colon < 0:  # `label:` at the very end of a cut line
-            colon = part.rstrip().rfind(":")
-            value_at = a + colon + 1
-        else:
-            value_at = a + colon + 2
-        out.append(
-            _Field(_norm_key(part[:colon]), part[:colon].strip(), text[value_at:b], value_at)
-        )
-    return out
-
-
 def _short(label: str) -> str:
     """A label without the line prefix a first field may carry (`INFO ... ] Running`)."""
     for sep in ("] ", ": "):
@@ -189,71 +141,6 @@ def _short(label: str) -> str:
         if at >= 0:
             label = label[at + len(sep) :]
     return label
-
-
-def lookup_field(key: str, table: dict[str, tuple[str, str, int]]) -> tuple[str, str, int] | None:
-    """The catalog entry of a label; a label with leftover prefix text matches by suffix."""
-    found = table.get(key)
-    if found is not None:
-        return found
-    best: str | None = None
-    for label in table:
-        fits = key.endswith(label) and not key[-len(label) - 1].isalnum()
-        if fits and (best is None or len(label) > len(best)):
-            best = label
-    return table[best] if best is not None else None
-
-
-@dataclass(frozen=True, slots=True)
-class _Read:
-    value: float | None
-    cut: bool
-    pct: bool  # a `%` followed the number
-    raw: str = ""
-
-    @property
-    def fraction(self) -> float | None:
-        """A percentage as a fraction: the double nearest to the printed decimal / 100."""
-        if self.value is None:
-            return None
-        if not math.isfinite(self.value) or "e" in self.raw.lower():
-            return self.value / 100
-        return float(f"{self.raw}e-2")  # 56.6 -> 0.566, where 56.6 / 100 -> 0.5660000000000001
-
-
-def read_value(
-    text: str, start: int, end: int, ln: Line, decimals: int | None
-) -> tuple[_Read, int]:
-    """The number at `text[start:end]` (after blanks) and the offset just after it.
-
-    A number followed by anything on the line is complete; one at the end of a cut line is
-    complete only with all its fixed decimals (DESIGN §2).
-    """
-    pos = start
-    while pos < end and text[pos] == " ":
-        pos += 1
-    m = _NUM.match(text, pos, end)
-    if m is None:
-        rest = text[pos:end].strip().lower()
-        cut = (
-            ln.cut
-            and end >= len(text)
-            and (rest == "" or "nan".startswith(rest) or "inf".startswith(rest))
-        )
-        return _Read(None, cut, False), pos
-    raw, stop = m.group(), m.end()
-    if raw.endswith(".") and (stop < len(text) or not ln.cut) and not decimals:
-        # a sentence's full stop (V0 lines end with one), not a decimal point: the number
-        # is complete, unless a cut line ends right there (`6.` may have been `6.2`); a
-        # field printed with decimals never ends in its point (`Draft acceptance rate: 0.`
-        # is a line broken there)
-        raw, stop = raw[:-1], stop - 1
-        at_end = False
-    else:
-        at_end = stop >= len(text)
-    num = read_number(raw, at_end=at_end, line_cut=ln.cut, decimals=decimals if at_end else None)
-    pct = text.startswith("%", stop)
-    return _Read(num.value, num.cut, pct, raw), stop
 
 
 def bonus_from_version(ver: str) -> bool | None:
@@ -316,6 +203,7 @@ class Reader:
         self._idle_first: int | None = None
         self._baseline_noted = False
         self._error_run = False
+        self._stages: InlineReader | None = None  # phase-timing's reader, at a stage line
 
     # ---------------------------------------------------------------- public
 
@@ -363,10 +251,12 @@ class Reader:
             yield from self._prefix_v0(ln, p.end())
             return
         if _STAGE_TIMES in text:
-            # phase-timing owns the stage-times line; read it through its line function so
-            # that a V0 server log keeps draft/scoring/verification times
-            self.ctx.embedded.add(phase_timing.format_id)
-            yield from phase_timing._stage_times(ln, self.ctx)
+            # phase-timing owns the stage-times line; its reader reads it, so that a V0
+            # server log keeps draft/scoring/verification times
+            if self._stages is None:
+                self._stages = self.ctx.embed_inline(_PHASES)
+            self.ctx.embedded.add(_PHASES)
+            yield from self._stages.feed(ln)
             return
         i = _ENGINE_INIT.search(text)
         if i is not None:
@@ -533,7 +423,7 @@ class Reader:
             r, stop = read_value(text, f.start, end, ln, decimals)
             unit = kind == "pct" or metric in _WITH_UNIT
             if r.value is not None and unit and text[stop:end].strip() in ("", "."):
-                r = _Read(None, True, False)  # the line ends where the unit should be
+                r = Read(None, True, False)  # the line ends where the unit should be
             if r.value is None:
                 if r.cut:
                     self._cut(ln, "engine line", _short(f.label), f.value)
@@ -597,7 +487,7 @@ class Reader:
             else:  # a third device has no metric name: "" makes it an unknown field
                 yield ("cpu_kv_cache_usage" if dev.upper() == "CPU" else ""), value
 
-    def _kv_fetch(self, ln: Line, f: _Field, rank: str | None, ts: str | None) -> list[Sample]:
+    def _kv_fetch(self, ln: Line, f: Field, rank: str | None, ts: str | None) -> list[Sample]:
         # `KV fetch: %d waiting to start, %d in progress, %d completed waiting` (0.33)
         text, out = ln.text, []
         labels = ("waiting to start", "in progress", "completed waiting")
@@ -697,7 +587,7 @@ class Reader:
             if self._finite(value):
                 yield Sample(f"position_acceptance_rate_{i}", value, ln.no, None, None, rank, ts)
 
-    def _positions(self, ln: Line, f: _Field, end: int) -> tuple[list[float], bool]:
+    def _positions(self, ln: Line, f: Field, end: int) -> tuple[list[float], bool]:
         """Per-position rates: `0.983, 0.949, 0.915` (no keys); whether the list is whole."""
         out: list[float] = []
         pos = f.start
@@ -935,6 +825,11 @@ _BENCH_START = re.compile(
 )
 
 
+def line_reader(ctx: ParseContext) -> Reader:
+    """A reader for vLLM server lines inside another format's source (`ctx.embed`)."""
+    return Reader(ctx)
+
+
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
     """Records of a vLLM server log, in line order.
 
@@ -958,14 +853,12 @@ def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
 def _with_bench(
     reader: Reader, first: Line, rest: Iterator[Line], ctx: ParseContext
 ) -> Iterator[Record]:
-    from . import vllm_bench_serve  # it imports this module: only import it when needed
-
-    bench = vllm_bench_serve.Reader(ctx, server=reader)
+    bench = ctx.embed(_BENCH, server=reader)
     mine = format_id in ctx.embedded
     for ln in itertools.chain([first], rest, [None]):
         for rec in bench.feed(ln) if ln is not None else bench.finish():
             if isinstance(rec, BlockStart):
-                ctx.embedded.add(vllm_bench_serve.format_id)
+                ctx.embedded.add(_BENCH)
             yield rec
     if not mine:
         ctx.embedded.discard(format_id)  # the block reader marks its embedded reader so

@@ -20,8 +20,11 @@ import pytest
 
 from sessionlens import _lines
 from sessionlens.model import Sample, SampleBatch
+from sessionlens.parsers import phase_timing
 from sessionlens.parsers import sglang_server as S
 from sessionlens.parsers.base import ParseContext
+from sessionlens.parsers.sglang_server import fast as F
+from sessionlens.parsers.sglang_server import reader as R
 
 FORMATS = Path(__file__).resolve().parent.parent.parent / "fixtures" / "formats"
 FIXTURES = sorted(
@@ -40,13 +43,13 @@ class Bulk:
 
 @pytest.fixture(autouse=True)
 def _count_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = S._ChunkRun._samples
+    real = F.ChunkRun._samples
 
     def counting(self: Any, pos: Any) -> Any:
         Bulk.rows += len(pos)
         return real(self, pos)
 
-    monkeypatch.setattr(S._ChunkRun, "_samples", counting)
+    monkeypatch.setattr(F.ChunkRun, "_samples", counting)
     Bulk.rows = 0
 
 
@@ -62,7 +65,7 @@ def parse(
     monkeypatch.setattr(S, "FAST", fast)
     monkeypatch.setattr(S, "FAST_CHUNK", chunk)
     monkeypatch.setattr(S, "FAST_MIN_BYTES", 0)
-    monkeypatch.setattr(S, "_WINDOW", 3)
+    monkeypatch.setattr(F, "_WINDOW", 3)
     src = _lines.read(path, display=path.name)
     ctx = ParseContext(file=path.name)
     samples: list[tuple[Any, ...]] = []
@@ -84,13 +87,13 @@ def parse(
 def rows_fed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The chunk rows the fast path gives `feed` from now on, filled as it runs."""
     fed: list[int] = []
-    real = S._ChunkRun._feed
+    real = F.ChunkRun._feed
 
     def feeding(self: Any, row: int) -> Any:
         fed.append(row)
         return real(self, row)
 
-    monkeypatch.setattr(S._ChunkRun, "_feed", feeding)
+    monkeypatch.setattr(F.ChunkRun, "_feed", feeding)
     return fed
 
 
@@ -283,7 +286,7 @@ def test_segment_codes_by_sort_read_the_same(
     """A window's (kind, layout, rank tags) codes and the rank tags' categorical codes are
     numbered by a lookup table when they span few values, by a sort otherwise: the sort
     path (forced here for both) reads as the line path does too."""
-    monkeypatch.setattr(S, "_CODE_TABLE", 0)
+    monkeypatch.setattr(F, "_CODE_TABLE", 0)
     path = tmp_path / f"gen-{seed}.log"
     path.write_bytes(generated_log(seed))
     for chunk in (700, 1 << 20):
@@ -304,7 +307,7 @@ def test_a_layout_learned_while_a_window_is_decided(
     extra = iter(
         [f"node{k}: [2030-01-01 00:00:00 TP0] " + D_OLD.format(**values) for k in range(24)]
     )
-    real_decide, real_segment = S._ChunkRun._decide, S._ChunkRun._segment
+    real_decide, real_segment = F.ChunkRun._decide, F.ChunkRun._segment
     window: set[tuple[bool, str, str]] = set()
     asked: list[tuple[bool, str, str]] = []
 
@@ -328,13 +331,13 @@ def test_a_layout_learned_while_a_window_is_decided(
         asked.append((is_dec, layout.pattern, tags))
         line = next(extra, None)
         if line is not None:
-            learned = S._learn(line)
+            learned = F._learn(line)
             assert learned is not None
             self.f._keep(learned)  # as a preparing thread's `learn` does, meanwhile
         return real_decide(self, is_dec, layout, tags, taken)
 
-    monkeypatch.setattr(S._ChunkRun, "_segment", segment)
-    monkeypatch.setattr(S._ChunkRun, "_decide", deciding)
+    monkeypatch.setattr(F.ChunkRun, "_segment", segment)
+    monkeypatch.setattr(F.ChunkRun, "_decide", deciding)
     assert_same(path, monkeypatch, 1 << 20)
     assert next(extra, None) is None  # every extra layout was learned mid-window
     assert Bulk.rows > 0
@@ -405,7 +408,7 @@ def _read_values(layout: Any, lines: list[str], how: str) -> list[tuple[Any, ...
     if how == "groups":
         frame = frame.select(pl.col("t").str.extract_groups(layout.pattern).struct.unnest())
     else:
-        frame = frame.select(S._groups(layout))
+        frame = frame.select(F._groups(layout))
     return list(frame.select(sorted(frame.columns, key=int)).iter_rows())
 
 
@@ -434,7 +437,7 @@ def test_values_split_at_commas_are_the_capture_groups() -> None:
             }
             return shape.format(s=rng.randrange(60), t=rng.randrange(8), **values)
 
-        layout = S._learn(line())
+        layout = F._learn(line())
         assert layout is not None, shape
         assert layout.items is not None, shape
         lines = [line() for _ in range(300)]
@@ -452,7 +455,7 @@ def test_a_value_after_a_numbered_tail_is_read_with_the_capture_groups(
     for lead in ("", "a, b "):
         line = lead + "[2026-01-01 10:00:{s:02d} TP0] Decode batch [{n}] "
         line += "#running-req: {r}, #token: 9"
-        layout = S._learn(line.format(s=0, n=3, r=4))
+        layout = F._learn(line.format(s=0, n=3, r=4))
         assert layout is not None
         assert layout.items is None
         lines = [line.format(s=s, n=n, r=s + 11) for s in range(60) for n in (10, 9, 1234)]
@@ -487,13 +490,13 @@ def _examples(pattern: str) -> list[str]:
 
 def test_every_event_holds_a_rare_word() -> None:
     # lines without a rare word skip `Reader.feed`: every event it acts on must hold one
-    examples = _examples(S._EVENT.pattern)
+    examples = _examples(R._EVENT.pattern)
     assert len(examples) >= 15
     for text in examples:
-        assert S._EVENT.search(text), text
-        assert any(w in text for w in S._RARE), text
-    for text in ("server_args=ServerArgs(", "Draft: 1.00 ms/cyc", S.phase_timing.STAGE_SNIFF):
-        assert any(w in text for w in S._RARE)
+        assert R._EVENT.search(text), text
+        assert any(w in text for w in F._RARE), text
+    for text in ("server_args=ServerArgs(", "Draft: 1.00 ms/cyc", *phase_timing.WORDS):
+        assert any(w in text for w in F._RARE)
 
 
 def test_polars_cleaning_is_clean() -> None:
@@ -523,9 +526,9 @@ def test_polars_cleaning_is_clean() -> None:
     ]
     lines = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(25))) for _ in range(4000)]
     # `\x1e` is a parked `\r` when the chunk held `\r`s, else a byte of the log as any other
-    got = S._clean_noisy(pl.Series(lines, dtype=pl.String), True).to_list()
+    got = F._clean_noisy(pl.Series(lines, dtype=pl.String), True).to_list()
     assert got == [_lines.clean(x.replace("\x1e", "\r")) for x in lines]
-    got = S._clean_noisy(pl.Series(lines, dtype=pl.String), False).to_list()
+    got = F._clean_noisy(pl.Series(lines, dtype=pl.String), False).to_list()
     assert got == [_lines.clean(x) for x in lines]
 
 
@@ -534,7 +537,7 @@ def test_polars_splits_lines_as_the_line_reader_does(monkeypatch: pytest.MonkeyP
         b'a\n\n  spaced  \n\ttab\n"quoted",x\n#hash\n\xc3\xa9t\xc3\xa9\n,,\n'
         b"[2026-01-01 10:00:00] x\n" * 3
     )
-    fast = S._Fast(S.Reader(ParseContext(file="x")), _lines.from_text(""), None)
+    fast = F.Fast(S.Reader(ParseContext(file="x")), _lines.from_text(""), None)
     got = fast._lines(_lines.Chunk(1, data))
     assert got is not None
     assert got[0].to_list() == data.decode().split("\n")[:-1]
@@ -563,14 +566,14 @@ def test_polars_splits_lines_as_the_line_reader_does(monkeypatch: pytest.MonkeyP
     ],
 )
 def test_no_layout_for_lines_read_otherwise(line: str) -> None:
-    assert S._learn(line) is None
+    assert F._learn(line) is None
 
 
 def test_a_layout_reads_its_own_line() -> None:
     line = "sglang-1  | [2026-01-01 10:00:00.123 DP1 TP3] " + D_NEW.format(
         r=4, tok=9, u=0.5, a=2.5, ar=0.5, g=12.5, q=0, o=45.5
     )
-    layout = S._learn(line)
+    layout = F._learn(line)
     assert layout is not None
     assert re.fullmatch(layout.pattern, line)
     assert [m for m, _, _ in layout.outputs] == [
@@ -603,7 +606,7 @@ def test_tag_ids_of_near_and_far_codes(spread: int, monkeypatch: pytest.MonkeyPa
 
         monkeypatch.setattr(np, "unique", no_sort)
 
-    layout = S._learn(
+    layout = F._learn(
         "[2026-01-01 10:00:00 TP0] "
         + D_NEW.format(r=4, tok=9, u=0.5, a=2.5, ar=0.5, g=12.5, q=0, o=45.5)
     )
@@ -615,7 +618,7 @@ def test_tag_ids_of_near_and_far_codes(spread: int, monkeypatch: pytest.MonkeyPa
         [f"[2026-01-01 10:00:00 {tags[p]}] Decode batch" for p in picks], dtype=pl.String
     )
     codes = np.array([10 + p * spread for p in picks], np.uint32)
-    run = S._ChunkRun.__new__(S._ChunkRun)
+    run = F.ChunkRun.__new__(F.ChunkRun)
     run.tags, run._tag_index = [" TP1"], {" TP1": 0}  # one tag known from an earlier layout
     got = run._tag_ids(codes, text, layout)
     # tags are numbered in the order of their codes, after those known

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sessionlens.parsers import _block, sglang_bench_one_batch
+from sessionlens.parsers import _blocks, _fields, sglang_bench_one_batch
 from sessionlens.parsers.base import Prefiltered
 
 FORMATS = Path(__file__).resolve().parents[2] / "fixtures" / "formats"
@@ -18,16 +18,16 @@ HEADS = sorted(
     if p.is_file() and not p.name.endswith((".expected.csv", ".diag.txt", ".got"))
 )
 SNIFFS: dict[str, Prefiltered] = {
-    "SGLANG_MARKS": _block.SGLANG_MARKS,
-    "VLLM_MARKS": _block.VLLM_MARKS,
-    "GENERIC_MARKS": _block.GENERIC_MARKS,
+    "SGLANG_MARKS": _blocks.SGLANG_MARKS,
+    "VLLM_MARKS": _blocks.VLLM_MARKS,
+    "GENERIC_MARKS": _blocks.GENERIC_MARKS,
     "one-batch": sglang_bench_one_batch._SNIFF_ONE,
 }
 
 
 def _texts(path: Path) -> list[str]:
     head = path.read_bytes()[: 64 << 10].decode("utf-8", "replace")
-    return [head, _block.strip_head(head), *head.split("\n")]
+    return [head, _fields.strip_head(head), *head.split("\n")]
 
 
 @pytest.mark.parametrize("path", HEADS, ids=lambda p: f"{p.parent.name}/{p.name}")

@@ -1,4 +1,4 @@
-"""_block: rows by label (never by column), aliases, block boundaries, cut values, Namespace."""
+"""_blocks: rows by label (never by column), aliases, block boundaries, cut values, Namespace."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from sessionlens import metrics
-from sessionlens.parsers import PARSERS, _block, parse_text
-from sessionlens.parsers._block import lookup, namespace_items, parse_row, setting_value
+from sessionlens.parsers import PARSERS, _blocks, _fields, parse_text
+from sessionlens.parsers._blocks import lookup, namespace_items, parse_row, setting_value
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "formats"
 MY_FORMATS = ("sglang-bench-serving", "vllm-bench-serve", "sglang-bench-offline")
@@ -114,7 +114,7 @@ def test_latency_rows_of_an_unknown_section_are_not_mapped() -> None:
         ("4", "float", 4.0),
     ],
 )
-def test_setting_values(raw: str, cast: _block.Cast, value: object) -> None:
+def test_setting_values(raw: str, cast: _blocks.Cast, value: object) -> None:
     assert setting_value(raw, cast) == value
 
 
@@ -529,7 +529,7 @@ PASTED = [
     ],
 )
 def test_strip_outer(line: str, bare: str) -> None:
-    assert _block.strip_outer(line) == bare
+    assert _fields.strip_outer(line) == bare
 
 
 @pytest.mark.parametrize("prefix", ["bench.log:", "bench.log-40-", "svc-1  | ", "[1,0]<stdout>:"])
@@ -585,7 +585,7 @@ def test_a_warning_between_rows_does_not_split_the_block() -> None:
 @pytest.mark.parametrize("label", ["TFT SLO attainment (%)", "Queue SLO attainment (%)"])
 def test_rows_never_invent_unregistered_metric_names(label: str) -> None:
     assert lookup(label, "goodput" if "SLO" in label else None) is None
-    assert _block._json_metric("p42_ttfx_ms") is None
+    assert _blocks._json_metric("p42_ttfx_ms") is None
 
 
 @pytest.mark.parametrize(
@@ -621,4 +621,4 @@ _REC = '{"backend": "sglang", "completed": 64, "request_throughput": 0.94, "acce
     ],
 )
 def test_jsonl_is_told_by_its_first_lines_not_by_a_first_brace(head: str, jsonl: bool) -> None:
-    assert _block.looks_like_jsonl(head) is jsonl
+    assert _blocks.looks_like_jsonl(head) is jsonl

@@ -1,15 +1,15 @@
 """Shared reader of benchmark result blocks: `{:<40} {:<10}` rows under `=`/`-` headers.
 
-Owns rows, aliases (label -> metric/setting), block boundaries (log-formats §9), the outer
-prefixes pastes and collectors add (`strip_outer`, used by every benchmark parser), the
+Owns rows, aliases (label -> metric/setting), block boundaries (log-formats §9), the
 Namespace scanner, bench_serving JSON records and sniff evidence for the three block formats.
+Outer prefixes and numbers come from `_fields`; a server log in the same terminal goes to
+the line reader it is handed (`embedded`), never to a format module it imports.
 It never evals or opens files; settings stay JSON-safe (`inf` is "inf", `not set` is null).
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
 import itertools
 import json
 import math
@@ -22,61 +22,13 @@ from typing import Any, Literal
 from .._lines import Line
 from ..metrics import is_known, slug
 from ..model import BlockStart, Record, Sample, Setting
-from . import base, phase_timing, sglang_server
-from .base import ParseContext, decimals_of, read_number
+from . import base
+from ._fields import decimals_of, read_number, strip_head, strip_outer
+from .base import LineReader, ParseContext
 
 JSON = Any  # a JSON scalar or list (settings come from logs)
 
 # ------------------------------------------------------------------ line shapes
-
-# Outer prefixes a terminal, collector or paste puts before every line (log-formats §9):
-# docker `-t` RFC 3339 timestamps, docker-compose `svc-1  | `, mpirun `[1,0]<stdout>:`,
-# Ray/vLLM `(Name pid=N) `, grep over several files (`path.ext:` on matches, `path.ext-` on
-# context lines, with `-n` also the line number). A grep path needs an extension that starts
-# with a letter, so `127.0.0.1:80` or `P99.9 TTFT` never count as one.
-_OUTER = re.compile(
-    r"^(?:[ \t]*(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]"
-    r"|\[\d+,\d+\]<std(?:out|err)>:"
-    r"|[A-Za-z][\w.-]*[ \t]+\|(?:[ \t]|$)"
-    r"|\((?:[\w.\-]+\s)?pid=\d+(?:,\s*ip=[\d.]+)?\)[ \t]"
-    r"|\[pod/[\w.-]+/[\w.-]+\][ \t]"  # kubectl logs --prefix
-    # moreutils `ts` (`Nov 29 10:00:00 `) and journalctl (then `host python3[1234]: `)
-    r"|[A-Z][a-z]{2}[ \t]+\d{1,2}[ \t]+\d\d:\d\d:\d\d(?:\.\d+)?[ \t]"
-    r"(?:[\w.-]+[ \t][\w./@-]+\[\d+\]:[ \t])?"
-    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? - [\w.]+ - [A-Z]+ - "  # python logging
-    r"|\d{1,9}[:-](?![\d:-])"  # grep -n without a file name (`7:`, context `7-`)
-    r"|(?:[\w.~+-]*/)*[\w~+-][\w.~+-]*\.[A-Za-z]\w{0,7}(?:\.\d+)?(?:[:-]\d+)?[:-]))+"
-)
-# A Markdown list bullet or number before a pasted line (`- Run 1/5: ...`, `1. Run ...`);
-# never `---`, `-1` or `1.5`.
-_BULLET = re.compile(r"^[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])[ \t]+(?=\S)")  # or `1. `
-
-
-# A tqdm bar (`desc: 50%|█████     | 500/1000 [01:23<00:00, 11.92it/s]`) that another
-# stream's line was glued to: the text after the last bar is that line.
-_TQDM = re.compile(r"^.*\d%\|[^|]*\|[^\[|]*\[[^\]]*\][ \t]*(?=\S)")
-
-
-def strip_outer(text: str) -> str:
-    """A line without the outer prefixes and the list bullet a paste or collector added."""
-    m = _OUTER.match(text)
-    if m is not None:
-        text = text[m.end() :]
-    if "%|" in text:
-        t = _TQDM.match(text)
-        if t is not None:
-            text = text[t.end() :]
-    b = _BULLET.match(text)
-    if b is not None:
-        text = text[b.end() :]
-    return text
-
-
-@functools.lru_cache(maxsize=4)
-def strip_head(head: str) -> str:
-    """A sniff head with `strip_outer` applied to every line (anchored sniffs need it)."""
-    return "\n".join(strip_outer(line) for line in head.split("\n"))
-
 
 TITLE = re.compile(r"^\s*={3,}\s*(?P<t>[^=\s](?:[^=]*[^=\s])?)\s*={3,}\s*$")
 FOOTER = re.compile(r"^\s*={10,}\s*$")
@@ -614,21 +566,6 @@ def counter() -> Callable[[], int]:
     """A block-number source: 0, 1, 2, … on successive calls."""
     numbers = itertools.count()
     return lambda: next(numbers)
-
-
-def sglang_log_reader(ctx: ParseContext, next_block: Callable[[], int]) -> sglang_server.Reader:
-    """An SGLang server-log reader to embed, whose phase blocks take the embedder's numbers.
-
-    Without `next_block` its phase-timing reader counts blocks from 0 on its own, and a phase
-    block would share an index (and the block table entry) with a benchmark block.
-    """
-    reader = sglang_server.Reader(ctx)
-    reader.phase = phase_timing.Reader(ctx, next_block=next_block)
-    return reader
-
-
-# An embedded line-level parser (e.g. a server log printed to the same terminal).
-LineReader = base.LineReader
 
 
 @dataclass(slots=True)

@@ -1,0 +1,333 @@
+"""The field layer under every format: numbers, percentages, units, timestamps, rank tags,
+outer prefixes and `label: value` items, read by DESIGN §2's rules ("never guess a number").
+
+It knows no format: no format's name, line shape or metric is here, and nothing here yields
+records. Format modules (and `_blocks`) call these; they never copy them.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from dataclasses import dataclass
+
+from .._lines import Line
+
+# ------------------------------------------------------------------ numbers
+
+NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
+_SPECIAL = {
+    "nan": float("nan"),
+    "inf": float("inf"),
+    "-inf": float("-inf"),
+    "infinity": float("inf"),
+    "-infinity": float("-inf"),
+}
+
+
+def decimals_of(text: str) -> int:
+    """Digits after the decimal point in a printed number."""
+    body = text.split("e")[0].split("E")[0]
+    return len(body.split(".", 1)[1]) if "." in body else 0
+
+
+@dataclass(frozen=True, slots=True)
+class Num:
+    """A number read from a field, or why none could be read."""
+
+    value: float | None
+    cut: bool = False  # the field was cut mid-value: no sample, a `truncated-value`
+
+
+# Digits grouped by thousands (`1,238.36`: trtllm-bench, console tables, pasted sheets):
+# groups of exactly three after the first, so `1,23` (a list, or a cut) is no such number.
+_GROUPED = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+(?:\.\d*)?")
+_GROUP_CUT = re.compile(r"[-+]?\d{1,3}(?:,\d{3})*,\d{0,2}")
+
+
+def ungroup(text: str) -> str:
+    """A number printed with thousands separators, without them (`1,238.36` -> `1238.36`);
+    any other text as it is."""
+    t = text.strip()
+    return t.replace(",", "") if _GROUPED.fullmatch(t) else text
+
+
+def read_number(
+    text: str,
+    *,
+    at_end: bool,
+    line_cut: bool,
+    decimals: int | None = None,
+    grouped: bool = False,
+) -> Num:
+    """Read a field's number by the rule of DESIGN §2.
+
+    `text` is the field value with its terminator removed; `at_end` says that nothing (no
+    delimiter, no unit) followed it on the line; `line_cut` that the line is a last line
+    without `\\n`; `decimals` the fixed decimals of the format, if it has them. A value at
+    the end of a cut line is complete only when its fixed decimals are all there; a value
+    with fewer decimals than its format prints is cut wherever it stands.
+    """
+    t = text.strip()
+    if grouped and "," in t:
+        if at_end and line_cut and _GROUP_CUT.fullmatch(t):
+            return Num(None, cut=True)  # `1,23` at the end of a cut line: `1,234` cut
+        t = ungroup(t)
+    low = t.lower().rstrip("%")
+    if low in _SPECIAL:
+        return Num(_SPECIAL[low])
+    m = NUMBER.fullmatch(t)
+    if m is None:
+        if at_end and line_cut and (t == "" or (NUMBER.match(t) is None and t in "-+.")):
+            return Num(None, cut=True)
+        return Num(None)
+    if decimals is not None and decimals > 0 and decimals_of(t) < decimals:
+        return Num(None, cut=True)
+    if at_end and line_cut and not (decimals is not None and decimals > 0):
+        return Num(None, cut=True)
+    if t.endswith(".") or t.endswith("e") or t.endswith("E"):
+        return Num(None, cut=True)
+    return Num(float(t))
+
+
+# ------------------------------------------------------------------ percent
+
+
+def percent(text: str, value: float) -> float:
+    """A printed percentage as a fraction: `89.6` -> 0.896 (not 0.8959999999999999)."""
+    try:
+        return float(text.strip() + "e-2")
+    except ValueError:  # nan, inf and the like
+        return value / 100
+
+
+# ------------------------------------------------------------------ units
+
+# Time units as printed -> (numerator, denominator) of their size in milliseconds; integer
+# factors, so that `123456 ns` is 0.123456 ms and not 0.12345599999999999.
+_TIME_UNITS: dict[str, tuple[int, int]] = {
+    "ns": (1, 1_000_000),
+    "us": (1, 1_000),
+    "\u00b5s": (1, 1_000),  # micro sign
+    "\u03bcs": (1, 1_000),  # Greek mu
+    "ms": (1, 1),
+    "s": (1_000, 1),
+    "sec": (1_000, 1),
+    "min": (60_000, 1),
+}
+
+
+def time_unit(unit: str) -> bool:
+    """Whether a printed unit is a unit of time `convert_time` knows."""
+    return unit.strip().lower() in _TIME_UNITS or unit.strip() in _TIME_UNITS
+
+
+def convert_time(value: float, unit: str, to: str = "ms") -> float:
+    """A time in `unit` as `to` (DESIGN §2: metric names say their unit, values follow it)."""
+    fn, fd = _TIME_UNITS.get(unit.strip(), _TIME_UNITS.get(unit.strip().lower(), (0, 1)))
+    tn, td = _TIME_UNITS[to]
+    if fn == 0:
+        raise ValueError(f"not a unit of time: {unit!r}")
+    num, den = fn * td, fd * tn
+    return value * num / den if num >= den else value / (den / num)
+
+
+# ------------------------------------------------------------------ timestamps
+
+# SGLang `[2025-01-02 03:04:05(.mmm)`, 0.3.0 `HH:MM:SS`, vLLM `MM-DD HH:MM:SS`, docker
+# RFC 3339 and custom logging configs (`2026-03-18 11:22:05.874`, `,874`).
+TIMESTAMP = re.compile(
+    r"(?:\d{4}-\d{2}-\d{2}[ T]|\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?"
+    r"(?:Z|[+-]\d{2}:?\d{2}\b)?"
+)
+
+
+def last_timestamp(prefix: str) -> str | None:
+    """The last timestamp in a line prefix, as printed (the innermost logger's own one)."""
+    found = None
+    for m in TIMESTAMP.finditer(prefix):
+        found = m.group()
+    return found
+
+
+# ------------------------------------------------------------------ rank tags
+
+# Rank tags as SGLang, Megatron-style launchers and DP-attention servers print them (`TP3`,
+# `DP1 TP3`, `ATTN_CP0`): a tag is a name and a number, never inside a word.
+RANK_TAG = re.compile(r"(?<![A-Za-z0-9_])(ATTN_CP|MOE_DP|DP|PP|TP|EP)(\d+)(?![A-Za-z0-9_])")
+
+
+def rank_of(prefix: str) -> tuple[str | None, dict[str, int]]:
+    """Rank tags as printed (`DP3 TP3`) and their numbers, from a line prefix."""
+    if "P" not in prefix:  # every tag holds a P (DP, PP, TP, EP, ATTN_CP, MOE_DP)
+        return None, {}
+    tags = RANK_TAG.findall(prefix)
+    if not tags:
+        return None, {}
+    return " ".join(t + n for t, n in tags), {t: int(n) for t, n in tags}
+
+
+# ------------------------------------------------------------------ outer prefixes
+
+# Outer prefixes a terminal, collector or paste puts before every line (log-formats §9):
+# docker `-t` RFC 3339 timestamps, docker-compose `svc-1  | `, mpirun `[1,0]<stdout>:`,
+# Ray/vLLM `(Name pid=N) `, grep over several files (`path.ext:` on matches, `path.ext-` on
+# context lines, with `-n` also the line number). A grep path needs an extension that starts
+# with a letter, so `127.0.0.1:80` or `P99.9 TTFT` never count as one.
+_OUTER = re.compile(
+    r"^(?:[ \t]*(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]"
+    r"|\[\d+,\d+\]<std(?:out|err)>:"
+    r"|[A-Za-z][\w.-]*[ \t]+\|(?:[ \t]|$)"
+    r"|\((?:[\w.\-]+\s)?pid=\d+(?:,\s*ip=[\d.]+)?\)[ \t]"
+    r"|\[pod/[\w.-]+/[\w.-]+\][ \t]"  # kubectl logs --prefix
+    # moreutils `ts` (`Nov 29 10:00:00 `) and journalctl (then `host python3[1234]: `)
+    r"|[A-Z][a-z]{2}[ \t]+\d{1,2}[ \t]+\d\d:\d\d:\d\d(?:\.\d+)?[ \t]"
+    r"(?:[\w.-]+[ \t][\w./@-]+\[\d+\]:[ \t])?"
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? - [\w.]+ - [A-Z]+ - "  # python logging
+    r"|\d{1,9}[:-](?![\d:-])"  # grep -n without a file name (`7:`, context `7-`)
+    r"|(?:[\w.~+-]*/)*[\w~+-][\w.~+-]*\.[A-Za-z]\w{0,7}(?:\.\d+)?(?:[:-]\d+)?[:-]))+"
+)
+# A Markdown list bullet or number before a pasted line (`- Run 1/5: ...`, `1. Run ...`);
+# never `---`, `-1` or `1.5`.
+_BULLET = re.compile(r"^[ \t]*(?:[-*+\u2022]|\d{1,3}[.)])[ \t]+(?=\S)")  # or `1. `
+
+
+# A tqdm bar (`desc: 50%|█████     | 500/1000 [01:23<00:00, 11.92it/s]`) that another
+# stream's line was glued to: the text after the last bar is that line.
+_TQDM = re.compile(r"^.*\d%\|[^|]*\|[^\[|]*\[[^\]]*\][ \t]*(?=\S)")
+
+
+def strip_outer(text: str) -> str:
+    """A line without the outer prefixes and the list bullet a paste or collector added."""
+    m = _OUTER.match(text)
+    if m is not None:
+        text = text[m.end() :]
+    if "%|" in text:
+        t = _TQDM.match(text)
+        if t is not None:
+            text = text[t.end() :]
+    b = _BULLET.match(text)
+    if b is not None:
+        text = text[b.end() :]
+    return text
+
+
+@functools.lru_cache(maxsize=4)
+def strip_head(head: str) -> str:
+    """A sniff head with `strip_outer` applied to every line (anchored sniffs need it)."""
+    return "\n".join(strip_outer(line) for line in head.split("\n"))
+
+
+# ------------------------------------------------------------------ `label: value` items
+
+# A number at the start of a value: digits, or nan/inf as Python prints them.
+VALUE_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|[-+]?(?:nan|inf)", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    key: str  # normalised label: lower case, single spaces, V0's "tokens tokens" typo fixed
+    label: str  # the label as printed
+    value: str  # the raw value text (number, unit, `%`, or a list)
+    start: int  # offset of the value in the line
+
+
+def norm_key(raw: str) -> str:
+    key = " ".join(raw.lower().split())
+    return key.replace("tokens tokens", "tokens")  # vLLM 0.4.1–0.5.2 typo
+
+
+def keyed_fields(text: str, start: int) -> list[Field]:
+    """Fields `label: value` of a `, `-joined line, in any order and any subset.
+
+    A part without `: ` continues the part before it (per-position lists, `KV fetch: a, b,
+    c`); the key is the text before the part's last `: `. Parts before the first keyed one
+    and empty parts (trailing `, `) are dropped.
+    """
+    spans: list[list[int]] = []
+    pos = start
+    while pos <= len(text):
+        cut = text.find(", ", pos)
+        end = len(text) if cut < 0 else cut
+        if ": " in text[pos:end] or text[pos:end].rstrip().endswith(":"):
+            spans.append([pos, end])
+        elif spans and text[pos:end].strip():
+            spans[-1][1] = end
+        if cut < 0:
+            break
+        pos = cut + 2
+    out: list[Field] = []
+    for a, b in spans:
+        part = text[a:b]
+        colon = part.rfind(": ")
+        if colon < 0:  # `label:` at the very end of a cut line
+            colon = part.rstrip().rfind(":")
+            value_at = a + colon + 1
+        else:
+            value_at = a + colon + 2
+        out.append(Field(norm_key(part[:colon]), part[:colon].strip(), text[value_at:b], value_at))
+    return out
+
+
+def lookup_field(key: str, table: dict[str, tuple[str, str, int]]) -> tuple[str, str, int] | None:
+    """The catalog entry of a label; a label with leftover prefix text matches by suffix."""
+    found = table.get(key)
+    if found is not None:
+        return found
+    best: str | None = None
+    for label in table:
+        fits = key.endswith(label) and not key[-len(label) - 1].isalnum()
+        if fits and (best is None or len(label) > len(best)):
+            best = label
+    return table[best] if best is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class Read:
+    value: float | None
+    cut: bool
+    pct: bool  # a `%` followed the number
+    raw: str = ""
+
+    @property
+    def fraction(self) -> float | None:
+        """A percentage as a fraction: the double nearest to the printed decimal / 100."""
+        if self.value is None:
+            return None
+        if not math.isfinite(self.value) or "e" in self.raw.lower():
+            return self.value / 100
+        return float(f"{self.raw}e-2")  # 56.6 -> 0.566, where 56.6 / 100 -> 0.5660000000000001
+
+
+def read_value(text: str, start: int, end: int, ln: Line, decimals: int | None) -> tuple[Read, int]:
+    """The number at `text[start:end]` (after blanks) and the offset just after it.
+
+    A number followed by anything on the line is complete; one at the end of a cut line is
+    complete only with all its fixed decimals (DESIGN §2).
+    """
+    pos = start
+    while pos < end and text[pos] == " ":
+        pos += 1
+    m = VALUE_NUMBER.match(text, pos, end)
+    if m is None:
+        rest = text[pos:end].strip().lower()
+        cut = (
+            ln.cut
+            and end >= len(text)
+            and (rest == "" or "nan".startswith(rest) or "inf".startswith(rest))
+        )
+        return Read(None, cut, False), pos
+    raw, stop = m.group(), m.end()
+    if raw.endswith(".") and (stop < len(text) or not ln.cut) and not decimals:
+        # a sentence's full stop (V0 lines end with one), not a decimal point: the number
+        # is complete, unless a cut line ends right there (`6.` may have been `6.2`); a
+        # field printed with decimals never ends in its point (`Draft acceptance rate: 0.`
+        # is a line broken there)
+        raw, stop = raw[:-1], stop - 1
+        at_end = False
+    else:
+        at_end = stop >= len(text)
+    num = read_number(raw, at_end=at_end, line_cut=ln.cut, decimals=decimals if at_end else None)
+    pct = text.startswith("%", stop)
+    return Read(num.value, num.cut, pct, raw), stop

@@ -1,0 +1,1059 @@
+"""The chunk path of `sglang-server`: a whole chunk of a big log read with polars, exactly
+as `reader.Reader` would read it line by line (held equal to it by a test on every fixture).
+
+Owns the layouts (a batch line's shape learned as a regex), the chunk walk and the bulk
+hand-over of samples. It restates no rule of the reader: field keys and value shapes come
+from `reader`, the rank rule from `ranks` (its bulk API), rank tags from `_fields`, and line
+cleaning from `_lines` (its substitutions, or `clean` itself).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ... import _lines
+from ..._lines import Chunk, Line, SourceText, clean
+from ...model import BATCH_COLUMNS, Record, Sample, SampleBatch, batch_columns, batch_schema
+from .._fields import RANK_TAG, rank_of
+from . import ranks
+from .reader import _BOOLS, _FIELDS_PRINTED, _PHASES, _TAIL, FEED_WORDS, Reader
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import polars as pl
+
+# Read line by line, a day-long log (1 GB, 6.8 million lines) costs minutes of Python. The
+# fast path reads a whole chunk with polars and leaves to `Reader.feed` only the lines it
+# cannot prove it reads exactly the same way. Its rules, each keeping the result identical:
+# - polars splits a chunk into lines only where that split is `_lines`' split (no `\x1f`,
+#   NUL or BOM, valid UTF-8, `\r` parked; every byte accounted for, no line with a `\n`);
+# - lines with terminal noise are cleaned by `_lines.clean` itself, or, when the noise is
+#   only ANSI codes and `**`, by the same substitutions done in polars;
+# - a line that holds none of the words `feed` acts on is skipped; an access line is counted;
+#   a line with a rare word (events, server args, phase lines) goes to `feed`;
+# - a batch line is read by a layout: a regex learned from a batch line's text that pins its
+#   prefix shape, field keys and value shapes, so that a line matching it yields what `feed`
+#   would yield; a line no layout reads goes to `feed` (and may teach a new layout: a
+#   mid-file restart with another version's layout costs a few lines);
+# - the TP-rank rule is applied in bulk only in its steady state (the emitting rank of a
+#   group known and nothing held back); any other batch line goes to `feed`;
+# - a chunk's samples are handed over at its end in the order `feed` would have yielded them.
+# Chunks are split, classified and matched on worker threads; the main thread walks them in
+# order. `tests/parsers/test_sglang_server_fast.py` compares both paths on every fixture.
+
+_MAX_LAYOUTS = 32
+_MAX_FEEDS = 256  # batch lines `feed` takes in a chunk before the rest of it goes there too
+AHEAD = 2  # chunks prepared at once on worker threads while the main thread walks one
+_LEARN_PER_CHUNK = 8  # unread batch lines a chunk's preparation tries to learn from
+_CODE_TABLE = 1 << 16  # codes spanning up to this many values are numbered by a lookup table
+_WINDOW = 8192  # batch rows decided at once at first; the window grows while all goes well
+
+# The lines `feed` must see beside batch lines: those holding one of the reader's words.
+_RARE = FEED_WORDS
+_DECODE, _PREFILL, _HTTP = "Decode batch", "Prefill batch", "HTTP/"
+
+# `_lines.clean` acts on a line only if it holds one of these (polars regex syntax); a `\n`
+# (a line polars did not split), a NUL or a `\x1f` (which make the chunk go line by line) are
+# looked for in the same pass, which costs nothing more.
+_NOISE_RX = r"[\x1b\x1e`~>\n\x00\x1f]|\*\*|" + _lines.ANSI_BARE_RX
+# ... and a JSON log envelope (`clean` unwraps it): looked for only in chunks holding a `{`
+# (an anchored alternative in `_NOISE_RX` would make that regex several times slower; and
+# `b'{"' in data` costs more than the regex: Python's two-byte search is not vectorised).
+_ENVELOPE_RX = r'^[ \t]*\{"'
+
+# Line prefixes a layout may pin: a literal lead (docker `svc-1  | `, no brackets), then
+# `[date time(.ms) TAGS] `. Other prefixes are read line by line.
+_FAST_PREFIX = re.compile(
+    r"(?P<lead>[ -Z\\^-~]{0,80})\[(?P<ts>[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}"
+    r"(?:\.[0-9]{3})?|[0-9]{2}:[0-9]{2}:[0-9]{2})"
+    r"(?P<tags>(?: (?:ATTN_CP|MOE_DP|DP|PP|TP|EP)[0-9]{1,9})*)\] "
+)
+_TS_SHAPES = {
+    19: r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}",
+    23: r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}",
+    8: r"[0-9]{2}:[0-9]{2}:[0-9]{2}",
+}
+_INT_SHAPE = re.compile(r"[0-9]{1,15}")
+_DEC_SHAPE = re.compile(r"[0-9]{1,15}\.(?P<d>[0-9]{1,15})")
+_RX_META = frozenset("\\.+*?()|[]{}^$#&-~")
+_ZERO = r"0{1,15}(?:\.0{1,15})?"
+# What the bulk TP-rank rule decides for a (kind, rank) of a run (`ranks.Ranks.decide`).
+_DUP, _EMIT, _PLAIN, _FEED = ranks.DUP, ranks.EMIT, ranks.PLAIN, ranks.FEED
+
+
+def _rx(text: str) -> str:
+    """`text` as a literal in both Python's and polars' (Rust) regex syntax."""
+    return "".join("\\" + c if c in _RX_META else c for c in text)
+
+
+# one regex for the rare words (polars runs it faster than a multi-word search)
+_RARE_RX = "|".join(_rx(w) for w in _RARE)
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """One learned shape of a batch line: the regex and what each line of it yields."""
+
+    kind: str  # "decode" or "prefill"
+    pattern: str  # the whole line, each value a capture group
+    ts_at: int
+    ts_len: int
+    tags_at: int
+    tags_len: int  # the rank tags' width is pinned (each number's digit count), so is this
+    # (metric, capture groups, how): how is "num", "pct" (printed with %), "bool", or
+    # "max" (the fullest of several pool usages, each group then given in `usage_how`)
+    outputs: tuple[tuple[str, tuple[int, ...], str], ...]
+    usage_how: tuple[str, ...]
+    idle_patterns: tuple[str, ...]  # the line with running_req == 0 (a decode-idle line)
+    accept: bool  # yields accept_len (whose first line sets a Setting)
+    # per capture group: (item, offset, is a percent) of its text in the line split at
+    # ", " (cheaper to read than the capture groups), or None (see `_items`)
+    items: tuple[tuple[int, int, bool], ...] | None
+
+
+def _learn(text: str) -> _Layout | None:
+    """The layout of a batch line, when `Reader._batch` reads every line of that shape
+    the same way: known keys as printed, plain values with their full decimals."""
+    at = text.find(_DECODE)
+    kind, marker = "decode", _DECODE
+    if at < 0:
+        at = text.find(_PREFILL)
+        kind, marker = "prefill", _PREFILL
+        if at < 0:
+            return None
+    m = _TAIL.match(text, at + len(marker) - 6)
+    if m is None or m.group("mixed") is not None:
+        return None
+    if any(w in text for w in _RARE):
+        return None  # lines a layout reads are known to hold no rare word
+    p = _FAST_PREFIX.fullmatch(text, 0, at)
+    if p is None or RANK_TAG.search(p.group("lead")) is not None:
+        return None
+    found = RANK_TAG.findall(p.group("tags"))
+    names = [t for t, _ in found]
+    if len(set(names)) != len(names):
+        return None
+    col = 1 if kind == "prefill" else 0
+    pieces: list[str] = []
+    groups: list[tuple[str | None, str, bool]] = []  # (metric, how, is pool usage)
+    items = text[m.end() :].split(", ")
+    for i, item in enumerate(items):
+        if not item:
+            if i == len(items) - 1 and i > 0:
+                pieces.append("")  # the trailing ", " of some versions
+                continue
+            return None
+        sep = item.rfind(": ")
+        spec = _FIELDS_PRINTED.get(item[:sep]) if sep > 0 else None
+        if spec is None:
+            return None
+        raw = item[sep + 2 :]
+        decimals, how = spec[2], spec[3]
+        if how == "bool":
+            if raw not in _BOOLS:
+                return None
+            shape, value_how = "(True|False)", "bool"
+        else:
+            pct = raw.endswith("%")
+            if how == "pct" and not pct:
+                return None  # `feed` says what is wrong with it
+            num = raw[:-1] if pct else raw
+            d = _DEC_SHAPE.fullmatch(num)
+            if decimals:
+                # fewer decimals than printed would be a cut value: leave it to `feed`
+                if d is None or len(d.group("d")) < decimals:
+                    return None
+                shape = rf"([0-9]{{1,15}}\.[0-9]{{{decimals},15}})"
+            else:
+                if d is None and _INT_SHAPE.fullmatch(num) is None:
+                    return None
+                shape = r"([0-9]{1,15}(?:\.[0-9]{1,15})?)"
+            value_how = "pct" if pct else "num"
+            if pct:
+                shape += "%"
+        pieces.append(f"{_rx(item[: sep + 2])}{shape}")
+        groups.append((spec[1] if col else spec[0], value_how, how == "usage"))
+    # each rank number with its digit count: the tags are then sliced at a fixed width (TP9
+    # and TP10 lines have a layout each)
+    tags = "".join(f" {t}[0-9]{{{len(n)}}}" for t, n in found)
+    head = f"^{_rx(p.group('lead'))}\\[{_TS_SHAPES[len(p.group('ts'))]}{tags}\\] "
+    tail_text = text[at + len(marker) : m.end()]
+    tail = re.sub(r"[0-9]+", "[0-9]+", _rx(tail_text))
+    pattern = head + _rx(marker) + tail + ", ".join(pieces) + "$"
+    whole = re.fullmatch(pattern, text)
+    if whole is None:  # a layout that does not read its own line
+        return None
+    outputs: list[tuple[str, tuple[int, ...], str]] = []
+    for g, (metric, h, _) in enumerate(groups):
+        if metric and all(o[0] != metric for o in outputs):  # the first of each, as `_fields`
+            outputs.append((metric, (g + 1,), h))
+    usage = [(g + 1, h) for g, (_, h, is_usage) in enumerate(groups) if is_usage]
+    total = "prefill_token_usage" if col else "token_usage"
+    if usage and not any(o[0] in ("token_usage", "prefill_token_usage") for o in outputs):
+        outputs.append((total, tuple(g for g, _ in usage), "max"))
+    idle: list[str] = []
+    if kind == "decode":
+        # the line with a zero in one running_req value: `_batch` then keeps no sample
+        number = r"([0-9]{1,15}(?:\.[0-9]{1,15})?)"
+        for g, (metric, _, _) in enumerate(groups):
+            if metric == "running_req":
+                parts = list(pieces)
+                parts[g] = parts[g].replace(number, f"({_ZERO})")
+                idle.append(head + _rx(marker) + tail + ", ".join(parts) + "$")
+    return _Layout(
+        kind=kind,
+        pattern=pattern,
+        ts_at=p.start("ts"),
+        ts_len=len(p.group("ts")),
+        tags_at=p.end("ts"),
+        tags_len=len(p.group("tags")),
+        outputs=tuple(outputs),
+        usage_how=tuple(h for _, h in usage),
+        idle_patterns=tuple(idle),
+        accept=any(o[0] == "accept_len" for o in outputs),
+        # the tail's numbers (` batch [12]`) are of any width: no value's offset may count them
+        items=_items(
+            whole,
+            [h for _, h, _ in groups],
+            m.end() if any(c.isdigit() for c in tail_text) else 0,
+        ),
+    )
+
+
+def _items(
+    whole: re.Match[str], hows: list[str], varying_until: int
+) -> tuple[tuple[int, int, bool], ...] | None:
+    """Where each capture group's text stands in `text.split(", ")` of a line the layout
+    reads: (item, offset in it, is a percent), the same for every such line (no `, ` in a
+    value, and what precedes a value in its item is literal text or of a pinned width);
+    None when a group is not its item's tail, or its item starts before `varying_until`
+    (text of varying width before it), and the values are then read with the capture
+    groups."""
+    text = whole.string
+    bounds: list[tuple[int, int]] = []
+    at = 0
+    for item in text.split(", "):
+        bounds.append((at, at + len(item)))
+        at += len(item) + 2
+    found: list[tuple[int, int, bool]] = []
+    for g, how in enumerate(hows, start=1):
+        start, end = whole.span(g)
+        k = next(i for i, (a, b) in enumerate(bounds) if a <= start <= b)
+        a, b = bounds[k]
+        if end + (how == "pct") != b or a < varying_until:
+            return None
+        found.append((k, start - a, how == "pct"))
+    return tuple(found)
+
+
+class Fast:
+    """Chunk-at-a-time reading of what `Reader.feed` would read the same way.
+
+    Chunks are prepared (split, classified, matched to the layouts known so far: no reader
+    state is touched) on worker threads, `AHEAD` chunks ahead, while this thread walks the
+    oldest one; polars and numpy let go of the GIL, so every core works.
+    """
+
+    def __init__(
+        self, reader: Reader, src: SourceText, sink: Callable[[SampleBatch], None] | None
+    ) -> None:
+        self.r = reader
+        self.src = src
+        self.sink = sink
+        self.layouts: list[_Layout] = []
+        self.index: dict[str, int] = {}  # layout pattern -> its place in `layouts`
+        self.metrics: list[str] = []  # metric names of the layouts' outputs
+        self.metric_ids: list[tuple[int, ...]] = []  # per layout: its outputs' metric ids
+        self.hits: list[int] = []  # per layout: rows it read so far (the order tried in)
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def prepare(self, chunk: Chunk) -> Future[ChunkRun | None]:
+        """Start preparing a chunk on the worker thread."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(AHEAD, thread_name_prefix="sessionlens-sglang")
+        layouts = list(self.layouts)
+        return self._pool.submit(self._prepare, chunk, layouts)
+
+    def _prepare(self, chunk: Chunk, layouts: list[_Layout]) -> ChunkRun | None:
+        lines = self._lines(chunk)
+        if lines is None:
+            return None
+        t, parked = lines
+        try:
+            run = ChunkRun(self, chunk, t, parked, layouts)
+        except _NotExact:
+            return None
+        chunk.known_lines(t.len())  # the split is exact: no count needed
+        return run
+
+    def walk(self, chunk: Chunk, prepared: Future[ChunkRun | None]) -> Iterator[Record]:
+        """Records of a prepared chunk's lines, in line order (samples go to the sink)."""
+        run = prepared.result()
+        if run is None or self.r.bench is not None:
+            for ln in self.src.chunk_lines(chunk):
+                yield from self.r.feed(ln)
+            return
+        yield from run.run()
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def _lines(self, chunk: Chunk) -> tuple[pl.Series, bool] | None:
+        """The chunk's lines as polars splits them, and whether `\r`s were parked as `\x1e`;
+        None when that split might not be `_lines`' split (then the chunk is read line by
+        line)."""
+        import polars as pl
+
+        data = chunk.data
+        if data.startswith(b"\xef\xbb\xbf"):
+            return None  # a BOM polars strips
+        # A `\x1f` (the separator: polars raises), a NUL (`_lines` cuts the line there) or a
+        # `\n` in a line is found by `ChunkRun`'s first regex, and bytes that are not UTF-8
+        # make polars raise: no pass of their own over the bytes.
+        parked = b"\r" in data
+        if parked:
+            # polars would end lines at a `\r`: park each as `\x1e` (`ChunkRun` gives those
+            # lines back to `clean` with their `\r`s)
+            if b"\x1e" in data:
+                return None
+            data = data.replace(b"\r", b"\x1e")
+        try:
+            frame = pl.read_csv(
+                data,
+                has_header=False,
+                separator="\x1f",
+                quote_char=None,
+                schema={"t": pl.String},
+                raise_if_empty=False,
+                infer_schema=False,
+            )
+        except Exception:  # polars' own errors: the line-by-line path reads anything
+            return None
+        if frame.width != 1:
+            return None
+        t = frame.to_series().fill_null("")
+        # every byte accounted for (and no line holding a newline: `ChunkRun` checks)
+        if int(t.str.len_bytes().sum()) + t.len() != len(data):
+            return None
+        return t, parked
+
+    def learn(self, text: str) -> _Layout | None:
+        """The layout of a batch line (a new one is kept), if it has one."""
+        layout = _learn(text)
+        if layout is None:
+            return None
+        with self._lock:  # the preparing thread learns too
+            return self._keep(layout)
+
+    def _keep(self, layout: _Layout) -> _Layout | None:
+        at = self.index.get(layout.pattern)
+        if at is not None:
+            return self.layouts[at]
+        if len(self.layouts) >= _MAX_LAYOUTS:
+            return None
+        ids = []
+        for metric, _, _ in layout.outputs:
+            if metric not in self.metrics:
+                self.metrics.append(metric)
+            ids.append(self.metrics.index(metric))
+        self.metric_ids.append(tuple(ids))
+        self.hits.append(0)
+        self.layouts.append(layout)
+        self.index[layout.pattern] = len(self.layouts) - 1  # published last
+        return layout
+
+
+class _NotExact(Exception):
+    """polars' split of a chunk is not `_lines`' split: read it line by line."""
+
+
+@dataclass
+class _Segment:
+    """Matched batch rows [a, c) (positions in `ChunkRun.m_row`) decided in bulk from one
+    snapshot of the TP-rank state; `stop` is the row where the segment ends."""
+
+    a: int
+    c: int
+    stop: int
+    feed_at: int | None  # the row whose TP-rank step only `feed` can take (it is `stop`)
+    status: npt.NDArray[np.int8]  # per position in [a, c)
+    # per slot: (its facts, the rows of its emitting lines, in order)
+    emitting: dict[tuple[str, str], tuple[ranks.Slot, npt.NDArray[np.int64]]]
+    keep: npt.NDArray[np.int64]  # positions (in the batch arrays) of lines giving samples
+
+
+class ChunkRun:
+    """The lines of one chunk: which go to `feed`, which are read in bulk, in line order.
+
+    Samples are gathered for the whole chunk and handed over at its end, ordered as `feed`
+    would have yielded them (by the row that yielded each, then its place in that row's
+    output); other records are yielded as they come (no consumer orders them with samples).
+    """
+
+    def __init__(
+        self, fast: Fast, chunk: Chunk, t: pl.Series, parked: bool, layouts: list[_Layout]
+    ) -> None:
+        import numpy as np
+        import polars as pl
+
+        self.f = fast
+        self.r = fast.r
+        self.chunk = chunk
+        self.n = t.len()
+        self.stateful_feeds = 0
+        self.window = _WINDOW
+        self.keep: list[npt.NDArray[np.int64]] = []  # batch positions whose samples to read
+        self.fed: list[tuple[int, Sample]] = []
+        noisy = pl.col("t").str.contains(_NOISE_RX)
+        if b"{" in chunk.data:
+            noisy = noisy | pl.col("t").str.contains(_ENVELOPE_RX)
+        flags = t.to_frame("t").select(  # the expressions of one select run in parallel
+            noise=noisy,
+            dec=pl.col("t").str.contains(_DECODE, literal=True),
+            pre=pl.col("t").str.contains(_PREFILL, literal=True),
+        )
+        noise = flags["noise"].to_numpy()
+        # polars splits no line at anything but `\n`, and no line holds a NUL or `\x1f`
+        # (checked, not assumed: `_NOISE_RX` flags such a line)
+        if noise.any() and t.filter(flags["noise"]).str.contains(r"[\n\x00\x1f]").any():
+            raise _NotExact
+        dec = flags["dec"].to_numpy().copy()
+        pre = flags["pre"].to_numpy().copy()
+        if noise.any():
+            # clean those lines as `_lines.clean` does, then look at them again
+            rows = np.flatnonzero(noise)
+            fixed = _clean_noisy(t.gather(rows), parked)
+            t = t.scatter(rows, fixed)
+            dec[rows] = fixed.str.contains(_DECODE, literal=True).to_numpy()
+            pre[rows] = fixed.str.contains(_PREFILL, literal=True).to_numpy()
+        self.t = t
+        batch = dec | pre
+        # a batch line is read by a layout (whose text holds no rare word) or fed; any
+        # other line is fed when it holds a rare word
+        other = np.flatnonzero(~batch)
+        found = (
+            t.filter(pl.Series(~batch))
+            .to_frame("t")
+            .select(
+                rare=pl.col("t").str.contains(_RARE_RX),
+                http=pl.col("t").str.contains(_HTTP, literal=True),
+            )
+        )
+        rare = found["rare"].to_numpy()
+        # lists, looked up with `bisect` on the walk: numpy's searchsorted lets go of the
+        # GIL, and taking it back while the preparing threads hold it costs ~20 µs a call
+        self.http_rows = other[~rare & found["http"].to_numpy()].tolist()
+        self.rare_rows = other[rare]
+        self.b_row = np.flatnonzero(batch)
+        self.b_dec = dec[self.b_row]
+        self.b_t = t.filter(pl.Series(batch))
+        nb = len(self.b_row)
+        self.b_layout = np.full(nb, -1, np.int32)
+        self.b_tags = np.zeros(nb, np.int32)  # index into self.tags
+        self.b_idle = np.zeros(nb, np.bool_)
+        self.tags: list[str] = []
+        self._tag_index: dict[str, int] = {}
+        self.tried: set[int] = set()
+        self._match(np.ones(nb, np.bool_), layouts)
+        # A layout is a function of a line's text alone: learn from lines no known layout
+        # reads (a first chunk, a restart with a newer version) here, not line by line.
+        for _ in range(_LEARN_PER_CHUNK):
+            unread = np.flatnonzero(self.b_layout < 0)
+            if len(unread) == 0:
+                break
+            for k in unread[:_LEARN_PER_CHUNK].tolist():
+                layout = fast.learn(self.b_t[k])
+                if layout is not None and fast.index[layout.pattern] not in self.tried:
+                    self._match(np.arange(nb) > k - 1, [layout])
+                    break
+            else:
+                break
+        self._set_feeds()
+        self._read_ahead()
+
+    @property
+    def first(self) -> int:
+        return self.chunk.first
+
+    # ------------------------------------------------------------------ matching
+
+    def _match(self, cand: npt.NDArray[np.bool_], layouts: list[_Layout]) -> None:
+        """Give the batch rows in `cand` (a mask) not read yet the layout of `layouts` that
+        reads them (no two layouts read one line: a line's text fixes its layout's pattern).
+        In rounds: each kind's layout that read the most rows so far runs on that kind's
+        open rows, the next one on the rows left, and so on (the kinds' queries run at once,
+        in parallel); the rank tags and idle marks are taken of the rows a layout reads."""
+        import numpy as np
+        import polars as pl
+
+        f = self.f
+        open_ = cand & (self.b_layout < 0)
+        for lay in layouts:
+            self.tried.add(f.index[lay.pattern])
+        queues = {
+            kind: sorted(
+                (lay for lay in layouts if lay.kind == kind),
+                key=lambda lay: -f.hits[f.index[lay.pattern]],
+            )
+            for kind in ("decode", "prefill")
+        }
+        while True:
+            jobs: list[tuple[_Layout, npt.NDArray[np.bool_]]] = []
+            for kind, queue in queues.items():
+                if queue:
+                    mask = open_ & (self.b_dec == (kind == "decode"))
+                    if mask.any():
+                        jobs.append((queue.pop(0), mask))
+                    else:
+                        queue.clear()
+            if not jobs:
+                return
+            found = pl.collect_all(
+                [
+                    self.b_t.filter(pl.Series(mask))
+                    .to_frame("t")
+                    .lazy()
+                    .with_row_index("i")
+                    .filter(pl.col("t").str.contains(lay.pattern))
+                    .select(
+                        "i",
+                        # rank tags as categorical codes (a hash, not a string, per row);
+                        # none to read when the layout has no tags
+                        tags=pl.col("t")
+                        .str.slice(lay.tags_at, lay.tags_len)
+                        .cast(pl.Categorical)
+                        .to_physical()
+                        if lay.tags_len
+                        else pl.lit(0, pl.UInt32),
+                        maybe_idle=pl.col("t").str.contains("#running-req: 0", literal=True)
+                        if lay.idle_patterns
+                        else pl.lit(False),
+                        t="t",
+                    )
+                    for lay, mask in jobs
+                ]
+            )
+            for (lay, mask), got in zip(jobs, found, strict=True):
+                if got.height == 0:
+                    continue
+                li = f.index[lay.pattern]
+                f.hits[li] += got.height
+                pos = np.flatnonzero(mask)[got["i"].to_numpy()]
+                open_[pos] = False
+                self.b_layout[pos] = li
+                text = got["t"]
+                codes = got["tags"].to_numpy()
+                self.b_tags[pos] = self._tag_ids(codes, text, lay)
+                maybe = np.flatnonzero(got["maybe_idle"].to_numpy())
+                if len(maybe):
+                    some = text.gather(maybe)
+                    idle = np.zeros(len(maybe), np.bool_)
+                    for pattern in lay.idle_patterns:
+                        idle |= some.str.contains(pattern).to_numpy()
+                    self.b_idle[pos[maybe[idle]]] = True
+
+    def _tag_ids(
+        self, codes: npt.NDArray[np.uint32], text: pl.Series, lay: _Layout
+    ) -> npt.NDArray[np.int32]:
+        """Indices into `self.tags` of rows (at least one) whose rank tags have categorical
+        codes `codes` (`text` their lines): one line of each code is sliced."""
+        import numpy as np
+
+        uniq, inverse = _numbered(codes)
+        first = np.empty(len(uniq), np.int64)
+        first[inverse] = np.arange(len(inverse))  # a row of each code (which one does not matter)
+        local = np.empty(len(uniq), np.int32)
+        for k, line in enumerate(text.gather(first).to_list()):
+            tag = line[lay.tags_at : lay.tags_at + lay.tags_len]
+            if tag not in self._tag_index:
+                self._tag_index[tag] = len(self.tags)
+                self.tags.append(tag)
+            local[k] = self._tag_index[tag]
+        return local[inverse]
+
+    def _set_feeds(self) -> None:
+        """Rows for `feed` (rare lines, batch lines no layout reads) and matched rows."""
+        import numpy as np
+
+        read = self.b_layout >= 0
+        self.unread = set(self.b_row[~read].tolist())
+        self.feed_rows = np.union1d(self.rare_rows, self.b_row[~read]).tolist()
+        self.m_pos = np.flatnonzero(read)  # positions in the batch arrays
+        self.m_row = self.b_row[self.m_pos]
+
+    # ------------------------------------------------------------------ the walk
+
+    def run(self) -> Iterator[Record]:
+        """Records of the chunk's lines; its samples go to the sink at the end."""
+        n = self.n
+        i = 0
+        seg: _Segment | None = None
+        while i < n:
+            if self.stateful_feeds > _MAX_FEEDS:  # too irregular for bulk: the rest by line
+                self._settle(seg, i)
+                seg = None
+                for row in range(i, n):
+                    yield from self._feed(row)
+                break
+            if not self._idle():  # an open traceback or phase block takes the line
+                if self.r._tb is None and not self._fed_row(i):
+                    # all `feed` would do with it beyond the bulk path's reading is close
+                    # the phase block: close it here, then read the line in bulk
+                    yield from self._close_phase(i)
+                    continue
+                if self._stateful(i):
+                    self._settle(seg, i)
+                    seg = None
+                yield from self._feed(i)
+                i += 1
+                continue
+            k = bisect_left(self.feed_rows, i)
+            j = self.feed_rows[k] if k < len(self.feed_rows) else n
+            if seg is None:
+                seg = self._segment(i)
+            end = min(j, seg.stop)
+            self._count_http(i, end)
+            if end == seg.stop:
+                feed_at = seg.feed_at
+                self._settle(seg, end)
+                seg = None
+                if feed_at is not None:
+                    yield from self._feed(feed_at)
+                    i = feed_at + 1
+                else:
+                    self.window *= 4
+                    i = end
+                continue
+            if j < n:
+                if self._stateful(j):
+                    self._settle(seg, j)
+                    seg = None
+                yield from self._feed(j)
+            i = j + 1
+        self._settle(seg, n)
+        yield from self._hand_over()
+
+    def _idle(self) -> bool:
+        return self.r._tb is None and self.r.phase.idle
+
+    def _fed_row(self, row: int) -> bool:
+        k = bisect_left(self.feed_rows, row)
+        return k < len(self.feed_rows) and self.feed_rows[k] == row
+
+    def _close_phase(self, row: int) -> Iterator[Record]:
+        """What `Reader._feed_own` does first with a line that is not a phase line (none of
+        the rare words) while a phase block is open: the phase reader closes the block."""
+        records = list(self.r.phase.feed(Line(self.first + row, self.t[row])))
+        if records:
+            self.r.ctx.embedded.add(_PHASES)
+        yield from self._take(row, records)
+        assert self.r.phase.idle  # any line without `ms/cyc` or stage times closes a block
+
+    def _take(self, row: int, records: Iterable[Record]) -> Iterator[Record]:
+        """Records `feed` gave for a row: its samples kept for the hand-over (with the row
+        that gave them), the others yielded."""
+        for rec in records:
+            if isinstance(rec, Sample):
+                self.fed.append((row, rec))
+            else:
+                yield rec
+
+    def _stateful(self, row: int) -> bool:
+        """Whether `feed` may read or change the TP-rank state at this line (batch lines
+        and server args do; events, phase and access lines do not)."""
+        text = self.t[row]
+        return "batch" in text or "server_args=" in text
+
+    def _count_http(self, i: int, end: int) -> None:
+        n = bisect_left(self.http_rows, end) - bisect_left(self.http_rows, i)
+        if n:
+            self.r.ctx.count("http-access", n)
+
+    def _feed(self, row: int) -> Iterator[Record]:
+        """One line through `Reader.feed`; a batch line no layout read may teach one."""
+
+        text = self.t[row]
+        if "batch" in text or "server_args=" in text:
+            self.stateful_feeds += 1
+            self.window = _WINDOW
+        yield from self._take(row, self.r.feed(Line(self.first + row, text)))
+        if self.r.bench is not None:  # a benchmark run from here on: the rest line by line
+            self.stateful_feeds = _MAX_FEEDS + 1
+            return
+        if row in self.unread:
+            layout = self.f.learn(text)
+            if layout is not None and self.f.index[layout.pattern] not in self.tried:
+                later = self.b_row > row
+                if later.any():
+                    self._match(later, [layout])
+                    self._set_feeds()
+
+    # ------------------------------------------------------------------ bulk
+
+    def _segment(self, i: int) -> _Segment:
+        """Decide the matched batch rows from row i on, a window's worth, in bulk."""
+        import numpy as np
+
+        a = int(np.searchsorted(self.m_row, i))
+        c = min(a + self.window, len(self.m_row))
+        stop = int(self.m_row[c]) if c < len(self.m_row) else self.n
+        pos = self.m_pos[a:c]
+        layouts = self.f.layouts
+        # counted once: a preparing thread may learn a layout meanwhile (codes made with one
+        # count and read back with another would name the wrong layout)
+        n_layouts = len(layouts)
+        n_tags = max(len(self.tags), 1)
+        # one code per (kind, layout, rank tags): the TP-rank rule decides per code
+        code = (self.b_dec[pos].astype(np.int64) * n_layouts + self.b_layout[pos]) * n_tags
+        code += self.b_tags[pos]
+        combos, inverse = _numbered(code)
+        decided = np.empty(len(combos), np.int8)
+        slots: dict[int, ranks.Slot] = {}
+        taken: dict[tuple[str, str], str] = {}  # slot -> the rank emitting in this window
+        first_at = np.full(len(combos), len(pos), np.int64)
+        np.minimum.at(first_at, inverse, np.arange(len(pos)))
+        for ci in np.argsort(first_at).tolist():
+            rest, tag = divmod(int(combos[ci]), n_tags)
+            is_dec, li = divmod(rest, n_layouts)
+            decided[ci], slot = self._decide(bool(is_dec), layouts[li], self.tags[tag], taken)
+            if slot is not None:
+                slots[ci] = slot
+        status = decided[inverse]
+        feed_at = None
+        fed = np.flatnonzero(status == _FEED)
+        if len(fed):
+            c = a + int(fed[0])
+            feed_at = stop = int(self.m_row[c])
+            status, inverse, pos = status[: c - a], inverse[: c - a], pos[: c - a]
+        emitting: dict[tuple[str, str], tuple[ranks.Slot, npt.NDArray[np.int64]]] = {}
+        rows = self.m_row[a:c]
+        for ci, facts in slots.items():
+            mine = rows[inverse == ci]
+            if len(mine) == 0:
+                continue
+            prev = emitting.get(facts[0])
+            if prev is not None:
+                mine = np.union1d(prev[1], mine)
+            emitting[facts[0]] = (facts, mine)
+        keep = ((status == _EMIT) | (status == _PLAIN)) & ~self.b_idle[pos]
+        return _Segment(
+            a=a,
+            c=c,
+            stop=stop,
+            feed_at=feed_at,
+            status=status,
+            emitting=emitting,
+            keep=pos[keep],
+        )
+
+    def _decide(
+        self, is_dec: bool, layout: _Layout, tags: str, taken: dict[tuple[str, str], str]
+    ) -> tuple[int, ranks.Slot | None]:
+        """What the reader does with lines of this kind, layout and rank tags, as long as only
+        lines decided in bulk come between (the rank rule's bulk step, `Ranks.decide`)."""
+        if layout.accept and not self.r._bonus_set:
+            return _FEED, None  # its first line sets `accept_len_counts_bonus`
+        rank, nums = rank_of(tags)
+        return self.r.ranks.decide("decode" if is_dec else "prefill", rank, nums, taken)
+
+    def _settle(self, seg: _Segment | None, upto: int) -> None:
+        """Count, keep the samples of and apply the TP-rank state of a segment's rows
+        before `upto` (a row `feed` takes next, or the segment's end)."""
+        import numpy as np
+
+        if seg is None:
+            return
+        ctx = self.r.ctx
+        m = int(np.searchsorted(self.m_row[seg.a : seg.c], upto))
+        pos = self.m_pos[seg.a : seg.a + m]
+        is_dec = self.b_dec[pos]
+        n_dec = int(is_dec.sum())
+        for kind, n in (
+            ("decode", n_dec),
+            ("prefill", len(pos) - n_dec),
+            ("decode-idle", int(self.b_idle[pos].sum())),
+            ("duplicate-rank", int((seg.status[:m] == _DUP).sum())),
+        ):
+            if n:
+                ctx.count(kind, n)
+        for facts, rows in seg.emitting.values():
+            n = int(np.searchsorted(rows, upto))
+            if not n:
+                continue
+            row = int(rows[n - 1])
+            lay = self.f.layouts[int(self.b_layout[np.searchsorted(self.b_row, row)])]
+            self.r.ranks.hold(facts, self.t[row][lay.ts_at : lay.ts_at + lay.ts_len], n)
+        # samples are read once per chunk, at its end (one polars query, not one per segment)
+        keep = seg.keep
+        if upto < seg.stop:
+            keep = keep[self.b_row[keep] < upto]
+        if len(keep):
+            self.keep.append(keep)
+
+    def _read_ahead(self) -> None:
+        """Read, while the chunk is prepared, the values of the rows likely to give samples:
+        those of each group's lowest rank tags in the chunk (the walk decides which rows
+        do, and reads any other then). At TP8 that is one line in eight, and moves that
+        reading off the walking thread."""
+        import numpy as np
+
+        likely = np.zeros(max(len(self.tags), 1), np.bool_)
+        likely[: len(self.tags)] = self.r.ranks.likely([rank_of(tag) for tag in self.tags])
+        read = self.b_layout >= 0
+        pos = np.flatnonzero(read & ~self.b_idle & likely[np.where(read, self.b_tags, 0)])
+        self.ahead_at = np.full(len(self.b_layout), -1, np.int64)
+        self.ahead = self._extract(pos)
+        for at, _ in self.ahead.values():
+            self.ahead_at[at] = np.arange(len(at))
+        # ... and their samples as the walk hands them over when it keeps exactly these
+        # rows (the steady state of a log)
+        self.ahead_pos = pos
+        self.ahead_samples = self._samples(pos)
+
+    def _extract(
+        self, pos: npt.NDArray[np.int64]
+    ) -> dict[int, tuple[npt.NDArray[np.int64], pl.DataFrame]]:
+        """Per layout, its rows among batch positions `pos` and their timestamps and
+        values (one polars query per layout, run at once)."""
+        import numpy as np
+        import polars as pl
+
+        f = self.f
+        lay_of = self.b_layout[pos]
+        layouts = np.unique(lay_of).tolist()
+        parts = [pos[lay_of == li] for li in layouts]
+        found = pl.collect_all(
+            [
+                self.b_t.gather(at)
+                .to_frame("t")
+                .lazy()
+                .select(
+                    pl.col("t")
+                    .str.slice(f.layouts[li].ts_at, f.layouts[li].ts_len)
+                    .cast(pl.Categorical)
+                    .alias("ts"),
+                    *_groups(f.layouts[li]),
+                )
+                .select(
+                    "ts",
+                    *(
+                        _value(g, how, f.layouts[li].usage_how).alias(f"v{j}")
+                        for j, (_, g, how) in enumerate(f.layouts[li].outputs)
+                    ),
+                )
+                for li, at in zip(layouts, parts, strict=True)
+            ]
+        )
+        return {li: (at, got) for li, at, got in zip(layouts, parts, found, strict=True)}
+
+    def _values(self, li: int, pos: npt.NDArray[np.int64]) -> pl.DataFrame:
+        """Timestamps and values of batch positions `pos` of layout `li`, in that order:
+        read ahead, or read now."""
+        import numpy as np
+        import polars as pl
+
+        at = self.ahead_at[pos]
+        have = at >= 0
+        if have.all():
+            ahead = self.ahead[li][1]
+            if len(at) == ahead.height and (at == np.arange(len(at))).all():
+                return ahead  # all the rows read ahead, in order (the read-ahead's samples)
+            return ahead[at]
+        fresh = self._extract(pos[~have])[li][1]
+        if not have.any():
+            return fresh
+        n_have = int(have.sum())
+        order = np.empty(len(pos), np.int64)
+        order[have] = np.arange(n_have)
+        order[~have] = n_have + np.arange(len(pos) - n_have)
+        return pl.concat([self.ahead[li][1][at[have]], fresh])[order]
+
+    def _samples(self, pos: npt.NDArray[np.int64]) -> pl.DataFrame | None:
+        """The samples of emitting batch rows (positions `pos`, in line order), each row's
+        in its layout's order: one numpy interleave, no sort. Strings are categoricals
+        made per line and spread to its samples as codes. Rows as `emit` (line numbers
+        are added at the hand-over)."""
+        import numpy as np
+        import polars as pl
+
+        f = self.f
+        lay_of = self.b_layout[pos]
+        k_of = np.array([len(lay.outputs) for lay in f.layouts], np.int64)[lay_of]
+        start = np.cumsum(k_of) - k_of
+        total = int(k_of.sum())
+        if total == 0:
+            return None
+        value = np.empty(total, np.float64)
+        metric = np.empty(total, np.int64)
+        owner = np.empty(total, np.int64)
+        layouts = np.unique(lay_of).tolist()
+        found = [self._values(li, pos[lay_of == li]) for li in layouts]
+        ts_parts: list[pl.Series] = []
+        ts_rows: list[npt.NDArray[np.int64]] = []
+        for li, got in zip(layouts, found, strict=True):
+            idx = np.flatnonzero(lay_of == li)
+            k = len(f.layouts[li].outputs)
+            out = (start[idx][:, None] + np.arange(k)).ravel()
+            value[out] = got.drop("ts").to_numpy().ravel()
+            metric[out] = np.tile(np.array(f.metric_ids[li], np.int64), len(idx))
+            owner[out] = np.repeat(idx, k)
+            ts_parts.append(got["ts"])
+            ts_rows.append(idx)
+        if len(ts_parts) == 1:
+            line_ts = ts_parts[0]
+        else:  # back in line order
+            order = np.argsort(np.concatenate(ts_rows), kind="stable")
+            line_ts = pl.concat(ts_parts).gather(order)
+        ranks = pl.Series([tag[1:] or None for tag in self.tags], dtype=pl.String)
+        rows = self.b_row[pos][owner]
+        cat = pl.Categorical
+        return pl.DataFrame(
+            {
+                "emit": rows,
+                "rank": ranks.cast(cat).gather(self.b_tags[pos][owner]),
+                "ts": line_ts.cast(cat).gather(owner),
+                "metric": pl.Series(f.metrics, dtype=pl.String).cast(cat).gather(metric),
+                "value": value,
+            }
+        )
+
+    def _hand_over(self) -> Iterator[Record]:
+        """The chunk's samples, in the order `feed` would have yielded them: the fed
+        lines' samples merged in by the row that yielded them, before the bulk samples of
+        that row (a phase block's totals come before the samples of the line closing it)."""
+        import numpy as np
+        import polars as pl
+
+        bulk = None
+        if self.keep:
+            keep = np.concatenate(self.keep)
+            if np.array_equal(keep, self.ahead_pos):
+                bulk = self.ahead_samples  # read while the chunk was prepared
+            else:
+                bulk = self._samples(keep)
+        self.ahead_samples = None
+        if bulk is not None:
+            # line numbers here, on the walking thread: a chunk's first line number is known
+            # once the chunks before it are counted (`Chunk.first` is not for worker threads)
+            bulk = bulk.with_columns(line=pl.col("emit") + self.first)
+        fed = self.fed
+        self.keep, self.fed = [], []
+        frame: pl.DataFrame | None = bulk
+        schema = {"emit": pl.Int64, **batch_schema()}
+        if fed:
+            extra = pl.DataFrame(
+                {"emit": [row for row, _ in fed], **batch_columns([s for _, s in fed])},
+                schema=schema,
+            ).with_columns(pl.col("rank", "ts", "metric").cast(pl.Categorical))
+            if bulk is None:
+                frame = extra
+            else:
+                nb, nf = bulk.height, extra.height
+                at = np.searchsorted(bulk["emit"].to_numpy(), extra["emit"].to_numpy())
+                at += np.arange(nf)
+                order = np.empty(nb + nf, np.int64)
+                is_fed = np.zeros(nb + nf, np.bool_)
+                is_fed[at] = True
+                order[at] = nb + np.arange(nf)
+                order[~is_fed] = np.arange(nb)
+                frame = pl.concat([bulk, extra], how="diagonal")[order]
+        if frame is None or frame.height == 0:
+            return
+        frame = frame.select(
+            pl.col(c) if c in frame.columns else pl.lit(None, schema[c]).alias(c)
+            for c in BATCH_COLUMNS
+        )
+        batch = SampleBatch(frame)
+        if self.f.sink is not None:
+            self.f.sink(batch)
+        else:
+            yield from batch.samples()
+
+
+def _clean_noisy(sub: pl.Series, parked: bool) -> pl.Series:
+    """`_lines.clean` of lines with terminal noise: in polars when the noise is only ANSI
+    codes and `**` (the same substitutions, in the same order), else by `clean` itself
+    (given back their `\r`s when those were `parked` as `\x1e`)."""
+    fixed = sub
+    for pattern, literal in _lines.CLEAN_STEPS:
+        fixed = fixed.str.replace_all(pattern, "", literal=literal)
+    # `clean` itself (a `\r` is parked as `\x1e`)
+    hard = sub.str.contains(_lines.CLEAN_HARD_RX.replace(r"\r", r"\x1e"))
+    hard = hard | sub.str.contains(_ENVELOPE_RX)
+    if hard.any():
+        at = hard.arg_true()
+        raw = sub.gather(at).to_list()
+        if parked:
+            raw = [x.replace("\x1e", "\r") for x in raw]
+        fixed = fixed.scatter(at, [clean(x) for x in raw])
+    return fixed
+
+
+def _groups(layout: _Layout) -> list[pl.Expr]:
+    """The texts of the layout's capture groups its outputs read, as columns `1`, `2`, ...
+    of a line `t` it reads (a percent without its `%`)."""
+    import polars as pl
+
+    if layout.items is None:
+        return [pl.col("t").str.extract_groups(layout.pattern).struct.unnest()]
+    parts = pl.col("t").str.split(", ")
+    out = []
+    for g in sorted({g for _, gs, _ in layout.outputs for g in gs}):
+        item, offset, pct = layout.items[g - 1]
+        col = parts.list.get(item).str.slice(offset)
+        out.append((col.str.strip_suffix("%") if pct else col).alias(str(g)))
+    return out
+
+
+def _value(groups: tuple[int, ...], how: str, usage_how: tuple[str, ...]) -> pl.Expr:
+    """A sample's value from the layout's capture groups, as `_fields` computes it."""
+    import polars as pl
+
+    def one(group: int, h: str) -> pl.Expr:
+        raw = pl.col(str(group))
+        if h == "bool":
+            return (raw == "True").cast(pl.Float64)
+        if h == "pct":  # as `_fields.percent`: the printed digits times 1e-2
+            return pl.concat_str([raw, pl.lit("e-2")]).cast(pl.Float64)
+        return raw.cast(pl.Float64)
+
+    if how == "max":
+        return pl.max_horizontal([one(gr, h) for gr, h in zip(groups, usage_how, strict=True)])
+    return one(groups[0], how)
+
+
+def _numbered(
+    codes: npt.NDArray[np.integer[Any]],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The distinct values of integer codes, ascending, and each code's place among them
+    (what `np.unique(codes, return_inverse=True)` gives): by a lookup table when they span
+    at most `_CODE_TABLE` values (a log's few rank tags lie close together, a window holds
+    few kinds, layouts and tags), by a sort otherwise (categorical codes are global to the
+    process and may lie far apart)."""
+    import numpy as np
+
+    if len(codes) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    low = int(codes.min())
+    rel = codes.astype(np.int64) - low
+    span = int(rel.max()) + 1
+    if span > _CODE_TABLE:
+        uniq, inverse = np.unique(rel, return_inverse=True)
+    else:
+        present = np.zeros(span, np.bool_)
+        present[rel] = True
+        uniq = np.flatnonzero(present)
+        lut = np.empty(span, np.int64)
+        lut[uniq] = np.arange(len(uniq))
+        inverse = lut[rel]
+    return uniq + low, inverse

@@ -1,0 +1,94 @@
+"""_fields: the format-free field layer (numbers, percent, units, timestamps, rank tags,
+outer prefixes, `label: value` items)."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessionlens._lines import Line
+from sessionlens.parsers import _fields as F
+
+
+@pytest.mark.parametrize(
+    ("text", "at_end", "cut", "value", "is_cut"),
+    [
+        ("1,238.36", False, False, 1238.36, False),
+        ("12,345,678", True, False, 12345678.0, False),
+        ("-1,000.5", False, False, -1000.5, False),
+        ("1,23", True, True, None, True),  # `1,234` cut after two digits of a group
+        ("1,2", False, False, None, False),  # no grouping: not a number
+        ("1238.36", False, False, 1238.36, False),
+    ],
+)
+def test_thousands_separators(
+    text: str, at_end: bool, cut: bool, value: float | None, is_cut: bool
+) -> None:
+    assert F.read_number(text, at_end=at_end, line_cut=cut, grouped=True) == F.Num(value, is_cut)
+
+
+def test_grouped_numbers_are_read_only_when_asked() -> None:
+    assert F.read_number("1,238.36", at_end=False, line_cut=False) == F.Num(None)
+    assert F.ungroup(" 1,238.36 ") == "1238.36"
+    assert F.ungroup("1,2,3") == "1,2,3"
+
+
+def test_a_value_cut_at_the_end_of_a_cut_line() -> None:
+    assert F.read_number("12", at_end=True, line_cut=True) == F.Num(None, cut=True)
+    assert F.read_number("12.34", at_end=True, line_cut=True, decimals=2) == F.Num(12.34)
+    assert F.read_number("12.3", at_end=False, line_cut=False, decimals=2) == F.Num(None, cut=True)
+    assert F.decimals_of("1.250e3") == 3
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "to", "want"),
+    [
+        (123456, "ns", "ms", 0.123456),
+        (1.5, "s", "ms", 1500.0),
+        (250, "us", "ms", 0.25),
+        (250, "\u00b5s", "ms", 0.25),
+        (2, "min", "s", 120.0),
+        (1234, "ms", "s", 1.234),
+    ],
+)
+def test_time_units(value: float, unit: str, to: str, want: float) -> None:
+    assert F.time_unit(unit)
+    assert F.convert_time(value, unit, to) == want
+
+
+def test_an_unknown_unit_is_an_error_not_a_guess() -> None:
+    assert not F.time_unit("tok/s")
+    with pytest.raises(ValueError, match="not a unit of time: 'tok/s'"):
+        F.convert_time(1.0, "tok/s")
+
+
+def test_percent_timestamps_and_rank_tags() -> None:
+    assert F.percent("89.6", 89.6) == 0.896
+    assert F.last_timestamp("[2025-11-14 09:12:44 TP0] x 09:12:45") == "09:12:45"
+    assert F.rank_of("[2025-11-14 09:12:44 DP1 TP3] ") == ("DP1 TP3", {"DP": 1, "TP": 3})
+    assert F.rank_of("[2025-11-14 09:12:44] ") == (None, {})
+
+
+@pytest.mark.parametrize(
+    ("line", "bare"),
+    [
+        ("2025-11-14T09:12:44.123Z Successful requests: 1", "Successful requests: 1"),
+        ("[pod/sgl-0/main] Mean TTFT (ms): 3.2", "Mean TTFT (ms): 3.2"),
+        ("7:Run 1/5: x", "Run 1/5: x"),  # grep -n
+    ],
+)
+def test_outer_prefixes(line: str, bare: str) -> None:
+    assert F.strip_outer(line) == bare
+
+
+def test_key_value_items() -> None:
+    text = "Avg prompt throughput: 1.5 tokens/s, Running: 3 reqs, KV fetch: 1, 2, 3"
+    fields = F.keyed_fields(text, 0)
+    assert [(f.key, f.value) for f in fields] == [
+        ("avg prompt throughput", "1.5 tokens/s"),
+        ("running", "3 reqs"),
+        ("kv fetch", "1, 2, 3"),
+    ]
+    read, stop = F.read_value(text, fields[0].start, len(text), Line(1, text), 1)
+    assert (read.value, text[stop:].startswith(" tokens/s")) == (1.5, True)
+    table = {"running": ("running_req", "num", 0)}
+    assert F.lookup_field("info ] running", table) == ("running_req", "num", 0)

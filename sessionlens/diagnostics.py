@@ -76,6 +76,10 @@ CODES: dict[str, tuple[Level, str]] = {
     ),
     # --- statistics codes ---
     "non-finite-value": ("warning", "a nan or infinite value was left out of the statistics"),
+    "impossible-value": (
+        "warning",
+        "a value its quantity cannot take (a negative rate, count or time) was left out",
+    ),
     "undefined-change": ("warning", "the baseline mean is zero or negative; no relative change"),
     "outlier-sensitive": ("warning", "the verdict changes when flagged outliers are left out"),
     "assumed-launch-noise": (

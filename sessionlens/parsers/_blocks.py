@@ -23,7 +23,7 @@ from .._lines import Line
 from ..metrics import is_known, slug
 from ..model import BlockStart, Record, Sample, Setting
 from . import base
-from ._fields import decimals_of, read_number, strip_head, strip_outer
+from ._fields import decimals_of, read_number, shown, strip_head, strip_outer, value_problem
 from .base import LineReader, ParseContext
 
 JSON = Any  # a JSON scalar or list (settings come from logs)
@@ -938,9 +938,13 @@ class BlockReader:
                 f"block {block}: the value of {row.label!r} is cut ({num!r}); no sample taken",
             )
             return None
-        if not math.isfinite(got.value):
+        problem = value_problem(got.value)
+        if problem is not None:
+            why = "" if problem == "non-finite-value" else " (below zero)"
             self.ctx.warn(
-                ln.no, "non-finite-value", f"block {block}: {row.label!r} is {num}; no sample taken"
+                ln.no,
+                problem,
+                f"block {block}: {row.label!r} is {shown(num)}{why}; no sample taken",
             )
             return None
         if percent or rest.startswith("%"):
@@ -1164,8 +1168,10 @@ def json_number(ctx: ParseContext, line: int, what: str, value: Any) -> float | 
     if isinstance(value, bool) or not isinstance(value, int | float):
         ctx.warn(line, "unparsed-line", f"{what} is not a number ({value!r})")
         return None
-    if not math.isfinite(value):
-        ctx.warn(line, "non-finite-value", f"{what} is {value}; no sample taken")
+    problem = value_problem(value)
+    if problem is not None:
+        why = "" if problem == "non-finite-value" else " (below zero)"
+        ctx.warn(line, problem, f"{what} is {shown(repr(value))}{why}; no sample taken")
         return None
     return float(value)
 

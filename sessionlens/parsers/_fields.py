@@ -91,6 +91,23 @@ def read_number(
     return Num(float(t))
 
 
+def value_problem(value: float) -> str | None:
+    """Why a read number can be no sample: `non-finite-value` (nan, an infinity, a number
+    too big for a float), `impossible-value` (below zero: no metric of DESIGN §3 is), or
+    None. Formats call it where they word the diagnostic, so the rule is one."""
+    if not math.isfinite(value):
+        return "non-finite-value"
+    if value < 0:
+        return "impossible-value"
+    return None
+
+
+def shown(raw: str, width: int = 40) -> str:
+    """A raw value for a message: `1111…` (500 digits) shortened to `width` characters."""
+    raw = raw.strip()
+    return raw if len(raw) <= width else raw[: width - 1] + "\u2026"
+
+
 # ------------------------------------------------------------------ percent
 
 

@@ -18,7 +18,14 @@ from dataclasses import dataclass, field, replace
 from .._lines import Line, SourceText
 from ..model import BlockStart, Record, Sample, Setting
 from . import _blocks
-from ._fields import keyed_fields, lookup_field, read_value, strip_head, strip_outer
+from ._fields import (
+    keyed_fields,
+    lookup_field,
+    read_value,
+    strip_head,
+    strip_outer,
+    value_problem,
+)
 from .base import ParseContext, Prefiltered, read_lines
 
 format_id = "sglang-bench-one-batch"
@@ -305,11 +312,11 @@ class Reader:
     def _sample(self, ln: Line, case: _Case, metric: str, value: float) -> Iterator[Record]:
         if case.block is None or case.warmup:
             return
-        if not math.isfinite(value):
+        problem = value_problem(value)
+        if problem is not None:
+            why = "" if problem == "non-finite-value" else " (below zero)"
             self.ctx.warn(
-                ln.no,
-                "non-finite-value",
-                f"case {case.block}: {metric} is {value}; no sample taken",
+                ln.no, problem, f"case {case.block}: {metric} is {value}{why}; no sample taken"
             )
             return
         if metric in case.read:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from .. import _literal
 from .._lines import Line, SourceText
 from ..model import BlockStart, Record, Sample, Setting, SummaryItem
-from ._fields import Field, Read, keyed_fields, lookup_field, read_value
+from ._fields import Field, Read, keyed_fields, lookup_field, read_value, value_problem
 from .base import InlineReader, ParseContext
 
 format_id = "vllm-server"
@@ -346,11 +346,18 @@ class Reader:
         t = _ANY_TS.search(text, 0, end)
         return t.group() if t is not None else None
 
-    def _finite(self, value: float) -> bool:
-        """Whether a value can be a sample; `nan%` (no drafts in the interval) is counted."""
-        if math.isfinite(value):
+    def _finite(self, value: float, line: int, what: str) -> bool:
+        """Whether a value can be a sample; `nan%` (no drafts in the interval) is counted,
+        an infinite or negative one is a diagnostic (`_fields.value_problem`)."""
+        problem = value_problem(value)
+        if problem is None:
             return True
-        self.ctx.count("nan-value" if math.isnan(value) else "inf-value")
+        if math.isnan(value):
+            self.ctx.count("nan-value")
+            return False
+        self.ctx.count(problem)
+        why = "not a finite number" if problem == "non-finite-value" else "below zero"
+        self.ctx.warn(line, problem, f"{what} is {value} ({why}); no sample taken")
         return False
 
     def _unknown_field(self, ln: Line, what: str, key: str) -> None:
@@ -471,7 +478,11 @@ class Reader:
             self._idle_first = self._idle_first or ln.no
             self.ctx.count("idle")
             return
-        yield from (s for s in samples if s.metric and self._finite(s.value))
+        yield from (
+            s
+            for s in samples
+            if s.metric and self._finite(s.value, ln.no, f"engine line: {s.metric}")
+        )
 
     @staticmethod
     def _kv_metrics(kv: list[tuple[str, float]]) -> Iterator[tuple[str, float]]:
@@ -527,7 +538,7 @@ class Reader:
                     self._cut(ln, "prefix cache line", f.label, f.value)
                 continue
             value = r.fraction
-            if value is not None and self._finite(value):
+            if value is not None and self._finite(value, ln.no, f"prefix cache line: {metric}"):
                 yield Sample(metric, value, ln.no, None, None, self._rank, ts)
 
     # ---------------------------------------------------------------- spec lines
@@ -581,10 +592,10 @@ class Reader:
         if self._idle:
             return
         for metric, value in read.items():
-            if self._finite(value):
+            if self._finite(value, ln.no, f"spec line: {metric}"):
                 yield Sample(metric, value, ln.no, None, None, rank, ts)
         for i, value in enumerate(positions):
-            if self._finite(value):
+            if self._finite(value, ln.no, f"spec line: position {i}"):
                 yield Sample(f"position_acceptance_rate_{i}", value, ln.no, None, None, rank, ts)
 
     def _positions(self, ln: Line, f: Field, end: int) -> tuple[list[float], bool]:
@@ -651,7 +662,7 @@ class Reader:
         if self._idle:
             return
         for metric, value in read.items():  # the rates, as printed
-            if self._finite(value):
+            if self._finite(value, ln.no, f"spec line: {metric}"):
                 yield Sample(metric, value, ln.no, None, None, rank, ts)
         for name, delta in deltas.items():
             yield Sample(name, delta, ln.no, None, None, rank, ts)

@@ -423,6 +423,26 @@ def test_percent_rows_are_fractions_and_nan_is_no_sample() -> None:
     ]
 
 
+def test_a_negative_or_huge_value_is_a_diagnostic_not_a_sample() -> None:
+    # issue 19 case 12 for the block formats: a negative throughput is impossible
+    text = "\n".join(
+        [
+            R("Successful requests:", 10),
+            F("Output token throughput (tok/s):", -83.34),
+            R("Mean TTFT (ms):", "1" * 500 + ".00"),
+            "",
+        ]
+    )
+    r = parse_text(text, "vllm-bench-serve", path="x.log")
+    assert samples(r) == [(0, "successful_requests", 10.0)]
+    assert diags(r) == [
+        "x.log:2: warning: block 0: 'Output token throughput (tok/s)' is -83.34 (below "
+        "zero); no sample taken [impossible-value]",
+        "x.log:3: warning: block 0: 'Mean TTFT (ms)' is " + "1" * 39 + "\u2026; no sample "
+        "taken [non-finite-value]",
+    ]
+
+
 def test_a_hard_wrapped_namespace_is_joined_and_a_cut_one_keeps_complete_items() -> None:
     ns = (
         "benchmark_args=Namespace(backend='sglang', num_prompts=100, request_rate=inf, "

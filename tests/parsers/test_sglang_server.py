@@ -819,3 +819,47 @@ def test_a_bracketed_range_stays_inside_its_field() -> None:
     assert got["gen_throughput_tok_s"] == 150.0
     assert got["accept_len"] == 3.10
     assert got["queue_req"] == 0
+
+
+def test_non_finite_and_impossible_values_are_diagnostics_never_samples() -> None:
+    # issue 19 case 12: `inf`, a 500-digit value, `nan` and a negative throughput
+    big = "1" * 500 + ".00"
+    lines = [
+        dec("TP0", gen="inf", ts="2025-11-14 09:12:41"),
+        dec("TP0", gen=big, ts="2025-11-14 09:12:42"),
+        dec("TP0", gen="nan", ts="2025-11-14 09:12:43"),
+        dec("TP0", gen="-83.34", ts="2025-11-14 09:12:44"),
+        dec("TP0", gen="83.34", ts="2025-11-14 09:12:45"),
+    ]
+    r = parse_text("".join(lines), format="sglang-server", path="s.log")
+    gen = [
+        (ln, v)
+        for m, v, ln in zip(r.columns.metric, r.columns.value, r.columns.line, strict=True)
+        if m == "gen_throughput_tok_s"
+    ]
+    assert gen == [(5, 83.34)]
+    assert r.sources[0].samples == len(r.columns.metric)
+    assert [str(d) for d in r.diagnostics] == [
+        "s.log:1: warning: decode field 'gen throughput (token/s)' is inf (not a finite "
+        "number); no sample taken [non-finite-value]",
+        "s.log:2: warning: decode field 'gen throughput (token/s)' is "
+        + "1" * 39
+        + "\u2026 (not a finite number); no sample taken [non-finite-value]",
+        "s.log:3: warning: decode field 'gen throughput (token/s)' is nan (not a finite "
+        "number); no sample taken [non-finite-value]",
+        "s.log:4: warning: decode field 'gen throughput (token/s)' is -83.34 (below zero); "
+        "no sample taken [impossible-value]",
+    ]
+    assert r.sources[0].record_counts["non-finite-value"] == 3
+    assert r.sources[0].record_counts["impossible-value"] == 1
+
+
+def test_bad_values_past_the_first_twenty_of_a_field_are_tallied() -> None:
+    lines = [dec("TP0", gen="nan", ts=f"2025-11-14 09:12:{s:02d}") for s in range(25)]
+    r = parse_text("".join(lines), format="sglang-server", path="s.log")
+    said = [d for d in r.diagnostics if d.code == "non-finite-value"]
+    assert len(said) == 21
+    assert str(said[-1]) == (
+        "s.log:1: warning: decode field 'gen throughput (token/s)': 5 more such values "
+        "(after the 20 shown from here on) gave no sample [non-finite-value]"
+    )

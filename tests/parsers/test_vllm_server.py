@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -476,12 +477,25 @@ def test_nan_rates_are_no_samples() -> None:
     assert result.sources[0].record_counts["nan-value"] == 4
 
 
-def test_infinite_values_are_counted_not_samples() -> None:
+def test_infinite_and_negative_values_are_diagnostics_not_samples() -> None:
     text = ENGINE.replace("2.4 tokens/s", "inf tokens/s") + "\n"
-    result = parse_text(text, format="vllm-server")
+    result = parse_text(text, format="vllm-server", path="v.log")
     assert "prompt_throughput_tok_s" not in result.columns.metric
     assert "gen_throughput_tok_s" in result.columns.metric
-    assert result.sources[0].record_counts["inf-value"] == 1
+    assert result.sources[0].record_counts["non-finite-value"] == 1
+    assert [str(d) for d in result.diagnostics] == [
+        "v.log:1: warning: engine line: prompt_throughput_tok_s is inf (not a finite number); "
+        "no sample taken [non-finite-value]"
+    ]
+    gen = re.search(r"Avg generation throughput: ([\d.]+)", ENGINE)
+    assert gen is not None
+    text = ENGINE.replace(gen.group(), "Avg generation throughput: -83.34") + "\n"
+    result = parse_text(text, format="vllm-server", path="v.log")
+    assert "gen_throughput_tok_s" not in result.columns.metric
+    assert [str(d) for d in result.diagnostics] == [
+        "v.log:1: warning: engine line: gen_throughput_tok_s is -83.34 (below zero); "
+        "no sample taken [impossible-value]"
+    ]
 
 
 def test_a_third_kv_device_is_an_unknown_field_not_a_new_metric() -> None:

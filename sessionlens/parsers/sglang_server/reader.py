@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from ..._lines import Line
 from ..._literal import parse_server_args
 from ...model import BlockStart, Record, Sample, Setting, SummaryItem
-from .._fields import last_timestamp, percent, rank_of, read_number
+from .._fields import last_timestamp, percent, rank_of, read_number, value_problem
+from .._fields import shown as fields_shown
 from ..base import InlineReader, LineReader, ParseContext
 from .ranks import DUP, Ranks
 
@@ -159,6 +160,7 @@ _FIELDS_PRINTED: dict[str, _F] = {
     "est. write BW (GB/s per GPU)": _FIELDS["est. write bw (gb/s per gpu)"],
 }
 _MAX_UNKNOWN_NOTES = 20
+_MAX_BAD_NOTES = 20  # diagnostics per field and code for values that can be no sample
 # Records that only a launched server gives: a dump of the same settings after none of
 # them is the same launch's, not a new one.
 _LAUNCH_DOINGS = (
@@ -207,6 +209,7 @@ class Reader:
         self._tb: _Traceback | None = None
         self._bonus_set = False
         self._unknown: set[str] = set()
+        self._bad: dict[tuple[str, str, str], tuple[int, int]] = {}  # -> (count, first line)
         self._kv_seen = False
         self._capacity_seen = False
         self._capture_seen = False
@@ -298,6 +301,14 @@ class Reader:
         yield from self.phase.finish()
         if self._starts:
             yield SummaryItem("launch_lines", list(self._starts))
+        for (kind, key, code), (n, first) in self._bad.items():
+            if n > _MAX_BAD_NOTES:
+                self.ctx.warn(
+                    first,
+                    code,
+                    f"{kind} field {key!r}: {n - _MAX_BAD_NOTES} more such values "
+                    f"(after the {_MAX_BAD_NOTES} shown from here on) gave no sample",
+                )
         if self._retracts and self._retract_first is not None:
             times = "once" if self._retracts == 1 else f"{self._retracts} times"
             self.ctx.warn(
@@ -467,8 +478,9 @@ class Reader:
             self._unread(ln, kind, shown, num.cut, f"is cut ({raw.strip()!r})")
             return None
         v = num.value
-        if v != v:  # nan: no sample, but counted
-            self.ctx.count("nan-field")
+        problem = value_problem(v)
+        if problem is not None:  # nan, inf, 500 digits, a negative count: no sample
+            self._bad_value(ln, kind, shown, raw, problem)
             return "ok"
         if is_pct or how == "pct":
             v = percent(value, v)  # percentages are stored as fractions
@@ -486,6 +498,19 @@ class Reader:
             self.ctx.warn(ln.no, "truncated-value", message)
         else:
             self.ctx.count("unreadable-field")
+
+    def _bad_value(self, ln: Line, kind: str, key: str, raw: str, code: str) -> None:
+        """A complete field whose value can be no sample: a diagnostic for each (the first
+        `_MAX_BAD_NOTES` of a field and code; the rest are tallied at the end)."""
+        self.ctx.count(code)
+        seen = self._bad.get((kind, key, code), (0, ln.no))
+        self._bad[(kind, key, code)] = (seen[0] + 1, seen[1])
+        if seen[0] >= _MAX_BAD_NOTES:
+            return
+        why = "not a finite number" if code == "non-finite-value" else "below zero"
+        self.ctx.warn(
+            ln.no, code, f"{kind} field {key!r} is {fields_shown(raw)} ({why}); no sample taken"
+        )
 
     def _unknown_field(self, ln: Line, key: str, kind: str) -> None:
         self.ctx.count("unknown-field")
@@ -732,13 +757,13 @@ def _first_of_each(values: list[tuple[str, float]]) -> list[tuple[str, float]]:
 
 
 def _quick(raw: str, decimals: int | None) -> float | None:
-    """A plain, finite number with at least its format's decimals, else None (the slow
-    path then reads it, or says why not)."""
+    """A plain, finite, non-negative number with at least its format's decimals, else None
+    (the slow path then reads it, or says why not)."""
     try:
         v = float(raw)
     except ValueError:
         return None
-    if v != v or v in (_INF, -_INF) or "_" in raw:
+    if not 0 <= v < _INF or "_" in raw:  # nan, infinities, negatives: `_field` says why
         return None
     if decimals:
         dot = raw.find(".")

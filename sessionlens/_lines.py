@@ -68,9 +68,18 @@ CLEAN_STEPS: tuple[tuple[str, bool], ...] = (
     (ANSI_ESC_RX, False),
     ("\x1b", True),
     (ANSI_BARE_RX, False),
-    ("**", True),
 )
-CLEAN_HARD_RX = r"[`~>\r]"
+# `**` is looked at in context (`_BOLD`), which a vectorised regex without look-around
+# cannot do: such lines are `clean`'s own too.
+CLEAN_HARD_RX = r"[`~>\r]|\*\*"
+# Markdown bold a paste put around words (`**Mean TTFT (ms):** 3.2`, `**gen**`): a `**` with
+# no word character on one side. Between two (`tp_size=10**10**10`) it is part of a value.
+_BOLD = re.compile(r"(?<!\w)\*\*|\*\*(?!\w)")
+# Unicode bidi controls (embeddings, overrides, isolates: U+202A–U+202E, U+2066–U+2069):
+# they make text show in another order than it is read (`Trojan Source`), so no line keeps
+# them, and every line that held one is named in a `bidi-control` diagnostic.
+BIDI_RX = "[\u202a-\u202e\u2066-\u2069]"
+_BIDI = re.compile(BIDI_RX)
 _FENCE = re.compile(r"^\s*(?:>\s?)*(?:```|~~~)[\w+-]*\s*$")
 _QUOTE = re.compile(r"^(?:\s{0,3}>\s?)+")
 
@@ -142,7 +151,7 @@ def clean(text: str) -> str:
     if "`" in text:
         text = text.replace("`", "")
     if "**" in text:
-        text = text.replace("**", "")
+        text = _BOLD.sub("", text)
     return text
 
 
@@ -222,6 +231,9 @@ class SourceText:
     binary: str | None = None
     _bad_lines: list[int] = field(default_factory=list)
     _nul_lines: list[int] = field(default_factory=list)
+    _bidi_lines: list[int] = field(default_factory=list)
+    _listed: list[dg.Diagnostic] = field(default_factory=list)  # notes `_line_notes` made
+    _finished: bool = False  # the pass over the bytes ended (`_finish`)
 
     def lines(self) -> Iterator[Line]:
         """Numbered cleaned lines, in order; may be iterated once for a file."""
@@ -246,6 +258,7 @@ class SourceText:
             return
         self._bad_lines = []
         self._nul_lines = []
+        self._bidi_lines = []
         no = 0
         # the chunk yielded last and the one before: a chunk is numbered (its lines counted,
         # unless a reader did it meanwhile) only when the one after the next is made
@@ -292,16 +305,33 @@ class SourceText:
             no += 1
             text = _decode(data, no - 1, self._bad_lines)
             self.ends_with_newline = False
+            if _BIDI.search(text) is not None:
+                text = _BIDI.sub("", text)
+                self._bidi_lines.append(no)
             yield _nul_line(no, text, True, self._nul_lines)
         self.n_lines = no
         self._finish(no)
 
     def chunk_lines(self, chunk: Chunk) -> list[Line]:
         """The cleaned lines of a chunk (bytes that are not UTF-8 replaced, and noted)."""
+        if self._finished:  # a chunk decoded after the pass: its lines' notes are late
+            before = (len(self._bad_lines), len(self._nul_lines), len(self._bidi_lines))
+            lines = self._chunk_lines(chunk)
+            if before != (len(self._bad_lines), len(self._nul_lines), len(self._bidi_lines)):
+                self._line_notes()
+            return lines
+        return self._chunk_lines(chunk)
+
+    def _chunk_lines(self, chunk: Chunk) -> list[Line]:
         text = _decode(chunk.data, chunk.first - 1, self._bad_lines)
         parts = text.split("\n")
         parts.pop()  # empty text after the final "\n"
         first = chunk.first
+        if _BIDI.search(text) is not None:  # rare: checked once per chunk, not per line
+            for i, part in enumerate(parts):
+                if _BIDI.search(part) is not None:
+                    parts[i] = _BIDI.sub("", part)
+                    self._bidi_lines.append(first + i)
         if "\x00" in text:  # rare: checked once per chunk, not per line
             nul = self._nul_lines
             return [_nul_line(first + i, part, False, nul) for i, part in enumerate(parts)]
@@ -328,10 +358,21 @@ class SourceText:
         self._finish(no)
 
     def _finish(self, no: int) -> None:
+        self._finished = True
+        self._line_notes()
+        if self.n_bytes == 0 and no == 0:
+            self.notes.append(dg.make("empty-file", self.path, None, "the file is empty"))
+
+    def _line_notes(self) -> None:
+        """The notes naming lines (NULs, bytes that are not UTF-8, bidi controls), made
+        again when a reader decodes a chunk after the pass ended (a fast path walks the
+        last chunks after it)."""
+        self.notes[:] = [d for d in self.notes if all(d is not x for x in self._listed)]
+        listed: list[dg.Diagnostic] = []
         nul_lines = self._nul_lines
         if nul_lines:
             shown = _some_lines(nul_lines)
-            self.notes.append(
+            listed.append(
                 dg.make(
                     "truncated-output",
                     self.path,
@@ -341,10 +382,22 @@ class SourceText:
                     "line ending in NULs was read as cut",
                 )
             )
+        bidi_lines = self._bidi_lines
+        if bidi_lines:
+            shown = _some_lines(bidi_lines)
+            listed.append(
+                dg.make(
+                    "bidi-control",
+                    self.path,
+                    bidi_lines[0],
+                    f"Unicode bidi controls (which make text show in another order) were "
+                    f"removed from line(s) {shown}; those lines were read without them",
+                )
+            )
         bad_lines = self._bad_lines
         if bad_lines:
             shown = _some_lines(bad_lines)
-            self.notes.append(
+            listed.append(
                 dg.make(
                     "non-utf8",
                     self.path,
@@ -352,8 +405,8 @@ class SourceText:
                     f"bytes that are not UTF-8 were replaced on line(s) {shown}",
                 )
             )
-        if self.n_bytes == 0 and no == 0:
-            self.notes.append(dg.make("empty-file", self.path, None, "the file is empty"))
+        self._listed = listed
+        self.notes.extend(listed)
 
 
 def _nul_line(no: int, raw: str, cut: bool, nul_lines: list[int]) -> Line:
@@ -566,6 +619,8 @@ def from_text(text: str, path: str = "<text>") -> SourceText:
 
 def _head(data: bytes) -> str:
     text = data.decode("utf-8", "replace")
+    if _BIDI.search(text) is not None:
+        text = _BIDI.sub("", text)
     if "\x00" in text:
         return "\n".join(_nul_line(0, part, False, []).text for part in text.split("\n"))
     return "\n".join(clean(part) for part in text.split("\n"))

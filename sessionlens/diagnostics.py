@@ -76,6 +76,14 @@ CODES: dict[str, tuple[Level, str]] = {
     ),
     # --- statistics codes ---
     "non-finite-value": ("warning", "a nan or infinite value was left out of the statistics"),
+    "bidi-control": (
+        "warning",
+        "Unicode bidi controls were removed from lines (they reorder how text shows)",
+    ),
+    "unreadable-setting": (
+        "warning",
+        "a logged setting's value is no value (an expression); it is kept as its text",
+    ),
     "impossible-value": (
         "warning",
         "a value its quantity cannot take (a negative rate, count or time) was left out",

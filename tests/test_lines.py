@@ -46,6 +46,8 @@ def test_last_line_without_newline_is_cut() -> None:
         ("```text", ""),
         ("~~~", ""),
         ("`accept len: 2.00`, **gen**", "accept len: 2.00, gen"),
+        ("**Mean TTFT (ms):** 3.20", "Mean TTFT (ms): 3.20"),
+        ("tp_size=10**10**10, x=2**3", "tp_size=10**10**10, x=2**3"),  # inside values
         ("[2025-01-01 10:00:00 TP0] Decode", "[2025-01-01 10:00:00 TP0] Decode"),
     ],
 )
@@ -234,3 +236,30 @@ def test_a_binary_head_is_named(tmp_path: Path) -> None:
     src = _lines.read(p)
     assert len(list(src.lines())) == src.n_lines
     assert {d.code for d in src.notes} == {"truncated-output", "non-utf8"}
+
+
+def test_bidi_controls_are_removed_and_each_line_named() -> None:
+    # issue 19 case 15: U+202E reached stderr and the Markdown raw; a run line holding
+    # U+2068 vanished without a diagnostic
+    from sessionlens.parsers import parse_text
+
+    text = (
+        "Benchmarking http://x\n"
+        "max_tokens=2048, num_runs=2, warmup=0\n"
+        "Run 1/2: 2048 tokens in 33.88s = 60.4\u2068 tok/s (prompt: 32 toks)\n"
+        "Run 2/2: 2048 tokens in 33.88s = 60.4 tok/s (prompt: 32 toks) \u202egnp.txt\n"
+    )
+    r = parse_text(text, path="b.log")
+    assert r.sources[0].format == "bench-stdout"
+    assert [
+        v for m, v in zip(r.columns.metric, r.columns.value, strict=True) if m == "throughput_tok_s"
+    ] == [
+        60.4,
+        60.4,
+    ]
+    said = [str(d) for d in r.diagnostics if d.code == "bidi-control"]
+    assert said == [
+        "b.log:3: warning: Unicode bidi controls (which make text show in another order) "
+        "were removed from line(s) 3, 4; those lines were read without them [bidi-control]"
+    ]
+    assert not any(c in str(d) for d in r.diagnostics for c in "\u202e\u2068")

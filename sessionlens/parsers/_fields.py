@@ -108,6 +108,16 @@ def shown(raw: str, width: int = 40) -> str:
     return raw if len(raw) <= width else raw[: width - 1] + "\u2026"
 
 
+# Arithmetic in a settings dump (`10**10**10`, `4*2`): no dump prints one (a repr prints
+# values), so a paste or a hand changed it; `_literal` keeps it as its text, never a number.
+_EXPRESSION = re.compile(r"[-+]?\d+(?:\.\d+)?(?:\s*(?:\*\*|[-+*/%])\s*[-+]?\d+(?:\.\d+)?)+")
+
+
+def is_expression(value: object) -> bool:
+    """Whether a setting read as text is arithmetic on numbers, not a value."""
+    return isinstance(value, str) and _EXPRESSION.fullmatch(value.strip()) is not None
+
+
 # ------------------------------------------------------------------ percent
 
 

@@ -863,3 +863,22 @@ def test_bad_values_past_the_first_twenty_of_a_field_are_tallied() -> None:
         "s.log:1: warning: decode field 'gen throughput (token/s)': 5 more such values "
         "(after the 20 shown from here on) gave no sample [non-finite-value]"
     )
+
+
+def test_markdown_bold_is_stripped_around_words_never_inside_a_value() -> None:
+    # issue 19 case 13: `tp_size=10**10**10` became `101010` (every `**` was stripped)
+    text = (
+        "[2025-11-14 09:12:40] server_args=ServerArgs(model_path='m', tp_size=10**10**10, "
+        "dp_size=2)\n"
+        "**[2025-11-14 09:12:44 TP0] Decode batch, #running-req: 4, #token: 100, token usage: "
+        "0.01, cuda graph: True, gen throughput (token/s): 10.00, #queue-req: 0**\n"
+    )
+    r = parse_text(text, format="sglang-server", path="s.log")
+    settings = r.sources[0].settings
+    assert settings["tp_size"] == "10**10**10"
+    assert settings["dp_size"] == 2
+    assert [str(d) for d in r.diagnostics] == [
+        "s.log:1: warning: server_args: tp_size is '10**10**10', an expression, not a value; "
+        "kept as its text [unreadable-setting]"
+    ]
+    assert "gen_throughput_tok_s" in r.columns.metric

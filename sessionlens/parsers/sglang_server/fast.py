@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 # - polars splits a chunk into lines only where that split is `_lines`' split (no `\x1f`,
 #   NUL or BOM, valid UTF-8, `\r` parked; every byte accounted for, no line with a `\n`);
 # - lines with terminal noise are cleaned by `_lines.clean` itself, or, when the noise is
-#   only ANSI codes and `**`, by the same substitutions done in polars;
+#   only ANSI codes, by `_lines.CLEAN_STEPS` done in polars;
 # - a line that holds none of the words `feed` acts on is skipped; an access line is counted;
 #   a line with a rare word (events, server args, phase lines) goes to `feed`;
 # - a batch line is read by a layout: a regex learned from a batch line's text that pins its
@@ -62,7 +62,7 @@ _DECODE, _PREFILL, _HTTP = "Decode batch", "Prefill batch", "HTTP/"
 # `_lines.clean` acts on a line only if it holds one of these (polars regex syntax); a `\n`
 # (a line polars did not split), a NUL or a `\x1f` (which make the chunk go line by line) are
 # looked for in the same pass, which costs nothing more.
-_NOISE_RX = r"[\x1b\x1e`~>\n\x00\x1f]|\*\*|" + _lines.ANSI_BARE_RX
+_NOISE_RX = r"[\x1b\x1e`~>\n\x00\x1f\u202a-\u202e\u2066-\u2069]|\*\*|" + _lines.ANSI_BARE_RX
 # ... and a JSON log envelope (`clean` unwraps it): looked for only in chunks holding a `{`
 # (an anchored alternative in `_NOISE_RX` would make that regex several times slower; and
 # `b'{"' in data` costs more than the regex: Python's two-byte search is not vectorised).
@@ -425,7 +425,9 @@ class ChunkRun:
         noise = flags["noise"].to_numpy()
         # polars splits no line at anything but `\n`, and no line holds a NUL or `\x1f`
         # (checked, not assumed: `_NOISE_RX` flags such a line)
-        if noise.any() and t.filter(flags["noise"]).str.contains(r"[\n\x00\x1f]").any():
+        # (nor a bidi control, which `_lines` removes and names: such chunks go line by line)
+        odd = r"[\n\x00\x1f]|" + _lines.BIDI_RX
+        if noise.any() and t.filter(flags["noise"]).str.contains(odd).any():
             raise _NotExact
         dec = flags["dec"].to_numpy().copy()
         pre = flags["pre"].to_numpy().copy()
@@ -988,7 +990,9 @@ def _clean_noisy(sub: pl.Series, parked: bool) -> pl.Series:
     for pattern, literal in _lines.CLEAN_STEPS:
         fixed = fixed.str.replace_all(pattern, "", literal=literal)
     # `clean` itself (a `\r` is parked as `\x1e`)
-    hard = sub.str.contains(_lines.CLEAN_HARD_RX.replace(r"\r", r"\x1e"))
+    hard_rx = _lines.CLEAN_HARD_RX.replace(r"\r", r"\x1e")
+    # ... also where the removals brought a `**` together (`*\x1b[0m*`)
+    hard = sub.str.contains(hard_rx) | fixed.str.contains(hard_rx)
     hard = hard | sub.str.contains(_ENVELOPE_RX)
     if hard.any():
         at = hard.arg_true()

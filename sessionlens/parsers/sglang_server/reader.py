@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from ..._lines import Line
 from ..._literal import parse_server_args
 from ...model import BlockStart, Record, Sample, Setting, SummaryItem
-from .._fields import last_timestamp, percent, rank_of, read_number, value_problem
+from .._fields import (
+    is_expression,
+    last_timestamp,
+    percent,
+    rank_of,
+    read_number,
+    value_problem,
+)
 from .._fields import shown as fields_shown
 from ..base import InlineReader, LineReader, ParseContext
 from .ranks import DUP, Ranks
@@ -542,6 +549,13 @@ class Reader:
         else:
             yield from self._restart(ln, settings)
         for key, value in settings.items():
+            if is_expression(value):
+                self.ctx.warn(
+                    ln.no,
+                    "unreadable-setting",
+                    f"server_args: {key} is {fields_shown(str(value))!r}, an expression, not "
+                    "a value; kept as its text",
+                )
             yield Setting(key, value, ln.no)
         if settings.get("enable_dp_attention") is True:
             self.ranks.dp_attention = True

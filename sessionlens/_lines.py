@@ -368,43 +368,27 @@ class SourceText:
         again when a reader decodes a chunk after the pass ended (a fast path walks the
         last chunks after it)."""
         self.notes[:] = [d for d in self.notes if all(d is not x for x in self._listed)]
-        listed: list[dg.Diagnostic] = []
-        nul_lines = self._nul_lines
-        if nul_lines:
-            shown = _some_lines(nul_lines)
-            listed.append(
-                dg.make(
-                    "truncated-output",
-                    self.path,
-                    nul_lines[0],
-                    f"NUL bytes on line(s) {shown} (a write stopped there, or the log was "
-                    "rotated by copy-and-truncate): text before a NUL run was dropped, and a "
-                    "line ending in NULs was read as cut",
-                )
-            )
-        bidi_lines = self._bidi_lines
-        if bidi_lines:
-            shown = _some_lines(bidi_lines)
-            listed.append(
-                dg.make(
-                    "bidi-control",
-                    self.path,
-                    bidi_lines[0],
-                    f"Unicode bidi controls (which make text show in another order) were "
-                    f"removed from line(s) {shown}; those lines were read without them",
-                )
-            )
-        bad_lines = self._bad_lines
-        if bad_lines:
-            shown = _some_lines(bad_lines)
-            listed.append(
-                dg.make(
-                    "non-utf8",
-                    self.path,
-                    bad_lines[0],
-                    f"bytes that are not UTF-8 were replaced on line(s) {shown}",
-                )
-            )
+        said = (
+            (
+                "truncated-output",
+                self._nul_lines,
+                "NUL bytes on line(s) {} (a write stopped there, or the log was rotated by "
+                "copy-and-truncate): text before a NUL run was dropped, and a line ending in "
+                "NULs was read as cut",
+            ),
+            (
+                "bidi-control",
+                self._bidi_lines,
+                "Unicode bidi controls (which make text show in another order) were removed "
+                "from line(s) {}; those lines were read without them",
+            ),
+            ("non-utf8", self._bad_lines, "bytes that are not UTF-8 were replaced on line(s) {}"),
+        )
+        listed = [
+            dg.make(code, self.path, lines[0], message.format(_some_lines(lines)))
+            for code, lines, message in said
+            if lines
+        ]
         self._listed = listed
         self.notes.extend(listed)
 

@@ -582,7 +582,7 @@ def analyze(session: Session) -> Analysis:
                 "in sessionlens.toml)",
             )
         )
-    across = {name: session.launch_settings(name) for name in names}
+    across = {name: group.launch_settings(session, name) for name in names}
     for name, found in across.items():
         for key, by_launch in found.items():
             parts = ", ".join(f"{_show(v)} in {', '.join(ls)}" for v, ls in by_launch)

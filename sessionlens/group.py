@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from . import metrics, stats
 from ._settings import norm_value as _norm
+from ._settings import same_value
 
 if TYPE_CHECKING:
     import numpy as np
@@ -648,3 +649,29 @@ def by_launch(
     ]
     out.sort(key=lambda lv: int(lv.positions[0]))
     return out
+
+
+def launch_settings(session: Session, name: str) -> dict[str, list[tuple[Any, list[str]]]]:
+    """Server settings that differ between a config's launches (DESIGN §5): for each, every
+    value with the launches that logged it. Launch noise, measured outcomes, load keys,
+    `num_prompts` and seeds never count."""
+    from ._launch import SERVER_FORMATS
+
+    seen: dict[str, list[tuple[Any, list[str]]]] = {}
+    for src in session.sources:
+        if session.source_config.get(src.path) != name or src.format not in SERVER_FORMATS:
+            continue
+        spans = session.launches.get(src.path) or [(0, src.path)]
+        launch = spans[-1][1]  # a log's settings keep their last start's values
+        for key, value in src.settings.items():
+            if not launch_varies(key):
+                continue
+            entries = seen.setdefault(key, [])
+            for v, launches in entries:
+                if same_value(v, value):
+                    if launch not in launches:
+                        launches.append(launch)
+                    break
+            else:
+                entries.append((value, [launch]))
+    return {k: v for k, v in seen.items() if len(v) > 1}

@@ -111,33 +111,6 @@ class Session:
         spec = self._spec(name)
         return {k: v for k, v in seen.items() if len(v) > 1 and k not in spec.settings}
 
-    def launch_settings(self, name: str) -> dict[str, list[tuple[Any, list[str]]]]:
-        """Server settings that differ between a config's launches (DESIGN §5): for each,
-        every value with the launches that logged it. Launch noise, measured outcomes, load
-        keys, `num_prompts` and seeds never count."""
-        from . import group
-
-        seen: dict[str, list[tuple[Any, list[str]]]] = {}
-        for src in self.sources:
-            if self.source_config.get(src.path) != name:
-                continue
-            if src.format not in _launch.SERVER_FORMATS:
-                continue
-            spans = self.launches.get(src.path) or [(0, src.path)]
-            launch = spans[-1][1]  # a log's settings keep their last start's values
-            for key, value in src.settings.items():
-                if not group.launch_varies(key):
-                    continue
-                entries = seen.setdefault(key, [])
-                for v, launches in entries:
-                    if group.same_value(v, value):
-                        if launch not in launches:
-                            launches.append(launch)
-                        break
-                else:
-                    entries.append((value, [launch]))
-        return {k: v for k, v in seen.items() if len(v) > 1}
-
     def _spec(self, name: str) -> ConfigSpec:
         return next(c for c in self.configs if c.name == name)
 

@@ -674,4 +674,14 @@ def launch_settings(session: Session, name: str) -> dict[str, list[tuple[Any, li
                     break
             else:
                 entries.append((value, [launch]))
-    return {k: v for k, v in seen.items() if len(v) > 1}
+    return {
+        k: sorted(v, key=lambda entry: min(_launch_order(n) for n in entry[1]))
+        for k, v in seen.items()
+        if len(v) > 1
+    }
+
+
+def _launch_order(name: str) -> tuple[str, int]:
+    """`folder#k` in start order (`#10` after `#9`)."""
+    folder, _, k = name.rpartition("#")
+    return (folder, int(k)) if folder and k.isdigit() else (name, 0)

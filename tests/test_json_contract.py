@@ -24,6 +24,7 @@ TOP_ORDER = [
 TOP = set(TOP_ORDER)
 CONFIG = {"name", "label", "settings", "sources", "metrics"}
 METRIC = {"n", "mean", "median", "stdev", "cv", "ci_low", "ci_high", "min", "max", "outliers"}
+METRIC_V02 = {"launches", "n_eff", "warmup_dropped"}
 OUTLIER = {"source", "line", "value"}
 HYPOTHESIS = {
     "id",
@@ -48,6 +49,16 @@ HYPOTHESIS = {
     "confounds",
     "reason",
 }
+HYPOTHESIS_V02 = {
+    "unit",
+    "launch_noise",
+    "launch_noise_source",
+    "verdict_raw",
+    "holm_level",
+    "runs_needed_note",
+    "points",
+}
+NOISE = {"launch_cv", "source", "df", "within_cv", "min_detectable_effect"}
 ECONOMICS = {
     "config",
     "cycle_ms",
@@ -93,11 +104,13 @@ def test_contract_keys(doc: dict) -> None:
     for c in doc["configs"]:
         assert set(c) >= CONFIG
         for m in c["metrics"].values():
-            assert set(m) >= METRIC
+            assert set(m) >= METRIC | METRIC_V02
             for o in m["outliers"]:
                 assert set(o) >= OUTLIER
     for h in doc["hypotheses"]:
-        assert set(h) >= HYPOTHESIS
+        assert set(h) >= HYPOTHESIS | HYPOTHESIS_V02
+        assert h["unit"] in ("launch", "sample")
+        assert h["points"] == []  # no sweep
         assert h["verdict"] in ("supported", "rejected", "inconclusive")
         for c in h["confounds"]:
             assert set(c) == {"setting", "baseline", "candidate"}
@@ -105,6 +118,10 @@ def test_contract_keys(doc: dict) -> None:
         assert set(e) >= ECONOMICS
     for d in doc["diagnostics"]:
         assert set(d) >= DIAGNOSTIC
+    assert set(doc["noise"]) == {"throughput_tok_s", "verify_ms_per_cycle"}
+    for n in doc["noise"].values():
+        assert set(n) >= NOISE
+        assert n["source"] in ("measured", "given", "assumed")
     assert doc["args"] == {"baseline": None, "hypotheses": []}
     assert doc["inputs_digest"].startswith("sha256:")
 
@@ -113,3 +130,20 @@ def test_numbers_are_unrounded(doc: dict) -> None:
     h2 = next(h for h in doc["hypotheses"] if h["id"] == "H2")
     assert h2["change"] == pytest.approx((59.56 - 60.3) / 60.3)
     assert len(repr(h2["change"])) > 8  # not rounded for display
+
+
+def test_v02_fields_of_the_example(doc: dict) -> None:
+    noise = doc["noise"]["throughput_tok_s"]
+    assert (noise["launch_cv"], noise["source"], noise["df"]) == (0.02, "assumed", None)
+    h1 = next(h for h in doc["hypotheses"] if h["id"] == "H1")
+    assert (h1["unit"], h1["n_baseline"], h1["n_candidate"]) == ("sample", 26, 26)
+    assert (h1["verdict_raw"], h1["launch_noise_source"]) == ("rejected", "assumed")
+    # three claims: each decided at its Holm step (the smallest p at alpha / 3)
+    assert sorted(h["holm_level"] for h in doc["hypotheses"]) == pytest.approx(
+        [0.05 / 3, 0.05 / 2, 0.05]
+    )
+    decode = next(c for c in doc["configs"] if c["name"] == "eagle3-decode")
+    gen = decode["metrics"]["gen_throughput_tok_s"]
+    assert gen["launches"] == 1
+    assert gen["n_eff"] < gen["n"] / 5  # Decode intervals are strongly autocorrelated
+    assert gen["warmup_dropped"] >= 0

@@ -107,3 +107,29 @@ def test_restart_inside_a_log_is_a_second_launch(tmp_path: Path) -> None:
 def test_parse_names_the_folder_as_given() -> None:
     r = parse_file(RESTART)
     assert r.samples["launch"].unique().to_list() == [f"{RESTART.parent.as_posix()}#1"]
+
+
+def test_launches_that_differ_in_a_server_setting_are_named(tmp_path: Path) -> None:
+    from sessionlens import analyze
+    from sessionlens.render import render_report
+
+    session = tmp_path / "s"
+    for name in ("a", "b"):
+        (session / name).mkdir(parents=True)
+        shutil.copy(EXAMPLE / "baseline" / "server.log", session / name / "server.log")
+    text = (EXAMPLE / "baseline" / "server.log").read_text()
+    assert "chunked_prefill_size=8192" in text
+    retry = text.replace("chunked_prefill_size=8192", "chunked_prefill_size=16384")
+    # the retry started an hour later: it is the folder's second launch
+    (session / "a" / "server-retry.log").write_text(retry.replace("2026-03-10", "2026-03-11"))
+    a = analyze(load_session(session))
+    mixed = [d for d in a.diagnostics if d.code == "mixed-settings"]
+    assert [str(d) for d in mixed] == [
+        "a: warning: config a: its launches differ in chunked_prefill_size (8192 in a#1, "
+        "16384 in a#2); its statistics pool them: give each setting its own config "
+        "[mixed-settings]"
+    ]
+    assert a.mixed_settings == {"a": {"chunked_prefill_size": [8192, 16384]}}
+    assert set(a.settings_diff["chunked_prefill_size"]) == {"a", "b"}
+    md = render_report(a, "md", "s")
+    assert "| chunked_prefill_size | 8192, 16384 (launches differ) | 8192 |" in md

@@ -731,6 +731,14 @@ def _economics(e: EconomicsResult, a: Analysis, notes: _Notes) -> EconomicsView:
     )
 
 
+def _setting_cell(a: Analysis, config: str, key: str, value: Any) -> str:
+    """A config's value of a setting; every value where its launches differ in it."""
+    mixed = a.mixed_settings.get(config, {}).get(key)
+    if not mixed:
+        return fmt_setting(value)
+    return ", ".join(fmt_setting(v) for v in mixed) + " (launches differ)"
+
+
 def _noise_source(n: _analysis.NoiseResult) -> str:
     if n.source == "measured":
         df = "" if n.df is None else f", {format_number(n.df, 0)} df"
@@ -878,7 +886,7 @@ def build(analysis: Analysis, session_ref: str) -> ReportView:
         row = SettingRow(
             key=key,
             values=[
-                fmt_setting(settings_by[n][key]) if present else "—"
+                _setting_cell(a, n, key, settings_by[n][key]) if present else "—"
                 for n, present in zip(names, has, strict=True)
             ],
         )

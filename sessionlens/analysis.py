@@ -15,8 +15,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import __version__, group, metrics, specmath, stats, verdict
+from . import __version__, _load, group, metrics, specmath, stats, sweep, verdict
 from . import diagnostics as dg
+from .errors import ManifestError, UsageError
 from .manifest import HypothesisSpec
 from .session import Session
 
@@ -32,6 +33,7 @@ HEADLINE = (
 )
 # Read by `_economics` and `_measured` after the summaries, with the headline metrics.
 _ASKED_AGAIN = frozenset((*HEADLINE, "accept_len", "running_req", "cycle_ms", "verify_share"))
+W_SWEPT = "swept"  # a config's metric at several load points: its level is per point
 # Samples from which the summaries are made on two threads (`_summaries`).
 _PARALLEL_FROM = 1 << 20
 
@@ -75,6 +77,66 @@ class ConfigResult(_Model):
     sources: list[str] = Field(default_factory=list)
     metrics: dict[str, MetricSummary] = Field(default_factory=dict)
     launches: int = 0
+    # v0.2: per load point of a sweep, {load: {metric: summary}} (DESIGN §5)
+    points: dict[str, dict[str, MetricSummary]] = Field(default_factory=dict)
+
+
+class PointResult(_Model):
+    """A hypothesis judged at one load point."""
+
+    load: str
+    verdict: Literal["supported", "rejected", "inconclusive"]
+    change: float | None
+    ci_low: float | None
+    ci_high: float | None
+    verdict_raw: Literal["supported", "rejected", "inconclusive"] | None = None
+    holm_level: float | None = None
+    reason: str = ""
+
+
+class UnpairedPoint(_Model):
+    """A load point only one of two compared configs has (listed, not compared)."""
+
+    metric: str
+    config: str
+    load: str | None
+
+
+class CapacityResult(_Model):
+    """SLO capacity of a swept config (DESIGN §5): `bound` says how it was found."""
+
+    mean: float | None
+    bound: Literal["interpolated", "beyond", "below", "unknown"]
+    at: str | None = None
+    towards: str | None = None
+    limit: str | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    launches: int = 0
+
+
+class CurvePoint(_Model):
+    load: str
+    throughput: float
+    latency: float
+
+
+class ParetoResult(_Model):
+    """A swept config's throughput–latency curve and the load points on its front."""
+
+    config: str
+    throughput_metric: str
+    latency_metric: str
+    points: list[CurvePoint]
+    front: list[str]
+
+
+class DominanceResult(_Model):
+    """`better` has at least the throughput at no more latency at every common point."""
+
+    better: str
+    worse: str
+    points: list[str]
 
 
 class Confound(_Model):
@@ -119,7 +181,7 @@ class HypothesisResult(_Model):
     holm_level: float | None = None
     p_min_effect: float | None = None
     runs_needed_note: str | None = None
-    points: list[dict[str, Any]] = Field(default_factory=list)
+    points: list[PointResult] = Field(default_factory=list)
 
 
 class ComparisonResult(_Model):
@@ -138,6 +200,7 @@ class ComparisonResult(_Model):
     n_candidate: int
     warnings: list[str] = Field(default_factory=list)
     unit: Literal["launch", "sample"] = "sample"
+    load: str | None = None  # the load point compared (v0.2 sweeps)
 
 
 class NoiseResult(_Model):
@@ -184,6 +247,7 @@ class RunRow(_Model):
     block: int | None
     value: float
     outlier: bool
+    load: str | None = None
 
 
 class SourceRef(_Model):
@@ -223,6 +287,13 @@ class Analysis(_Model):
     noise: dict[str, NoiseResult] = Field(default_factory=dict)
     # settings that differ between a config's launches: {config: {key: [values]}}
     mixed_settings: dict[str, dict[str, list[Any]]] = Field(default_factory=dict)
+    # sweeps (DESIGN §5): points compared by only one side, SLO capacity, curves, dominance
+    unpaired: list[UnpairedPoint] = Field(default_factory=list)
+    slo: dict[str, float] = Field(default_factory=dict)
+    capacity: dict[str, dict[str, CapacityResult]] = Field(default_factory=dict)
+    pareto: list[ParetoResult] = Field(default_factory=list)
+    dominance: list[DominanceResult] = Field(default_factory=list)
+    family: int = 0  # the claims × load points Holm's step-down decided together
 
 
 # A config's headline values are listed one row each (and charted) up to this many: a
@@ -341,32 +412,63 @@ def _np() -> Any:
     return np
 
 
-def _cells(values: group.Values, alpha: float, big: bool, session: Session) -> dict[Key, _Cell]:
-    """The cell of every (config, metric). A big session's are made two at a time: while one
-    is summed (Python, holding the GIL), the next one's values are read (polars, one key at
-    a time: `group._ByKey`) and ordered (numpy), which let go of it. The values of two keys
-    at most are in flight."""
+Key = tuple[str, str, str | None]  # (config, metric, load point)
+Parts = dict[tuple[str, str], list[tuple[str | None, Any]]]  # load points and their positions
+
+
+def _cell_group(
+    points: Sequence[group.Point], alpha: float, session: Session
+) -> list[tuple[str | None, Any, _Cell]]:
+    """A config's metric split by load point (never pooled across points), a cell each."""
+    parts = group.by_load(points, session.loads)
+    if len(parts) == 1:
+        load, pos = parts[0]
+        return [(load, pos, _cell(points, alpha, session))]
+    return [(load, pos, _cell(_take(points, pos), alpha, session)) for load, pos in parts]
+
+
+def _take(points: Sequence[group.Point], positions: Any) -> Sequence[group.Point]:
+    if isinstance(points, group.PointList):
+        return points.take(positions)
+    return [points[i] for i in positions.tolist()]
+
+
+def _cells(
+    values: group.Values, alpha: float, big: bool, session: Session
+) -> tuple[dict[Key, _Cell], Parts]:
+    """The cell of every (config, metric, load point). A big session's are made two keys at
+    a time: while one is summed (Python, holding the GIL), the next one's values are read
+    (polars, one key at a time: `group._ByKey`) and ordered (numpy), which let go of it. The
+    values of two keys at most are in flight."""
     keys = list(values)
     if not big:
-        return {key: _cell(values[key], alpha, session) for key in keys}
-    pool = ThreadPoolExecutor(2, thread_name_prefix="sessionlens-summary")
-    try:
-        done = list(pool.map(lambda key: _cell(values[key], alpha, session), keys))
-    except BaseException:  # an interrupt (or an error): the summaries not started are not
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    pool.shutdown()
-    return dict(zip(keys, done, strict=True))
-
-
-Key = tuple[str, str]
+        done = [_cell_group(values[key], alpha, session) for key in keys]
+    else:
+        pool = ThreadPoolExecutor(2, thread_name_prefix="sessionlens-summary")
+        try:
+            done = list(pool.map(lambda key: _cell_group(values[key], alpha, session), keys))
+        except BaseException:  # an interrupt (or an error): the summaries not started are not
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
+    cells: dict[Key, _Cell] = {}
+    parts: Parts = {}
+    for key, found in zip(keys, done, strict=True):
+        parts[key] = [(load, pos) for load, pos, _ in found]
+        for load, _, cell in found:
+            cells[(key[0], key[1], load)] = cell
+    return cells, parts
 
 
 class _Levels:
     """Per metric: its print resolution, its launch noise, and every config's level."""
 
-    def __init__(self, cells: dict[Key, _Cell], session: Session) -> None:
+    def __init__(
+        self, cells: dict[Key, _Cell], parts: Parts, values: group.Values, session: Session
+    ) -> None:
         self.cells = cells
+        self.parts = parts
+        self.values = values
         self.session = session
         self.alpha = session.alpha
         by_metric: dict[str, list[Key]] = {}
@@ -391,10 +493,50 @@ class _Levels:
             for k in keys:
                 self.levels[k] = stats.level(self.floored[k], self.noise[metric], k[0])
 
-    def side(self, key: Key, points: Sequence[group.Point]) -> verdict.Side:
+    def add_derived(
+        self,
+        metric: str,
+        by_config: Mapping[str, tuple[tuple[stats.LaunchStat, ...], float | None]],
+    ) -> None:
+        """A metric derived per launch (SLO capacity): its cells, noise and levels; a
+        config's level takes the given estimate where one is given."""
+        np = _np()
+        for config, (found, _) in by_config.items():
+            values = np.asarray([s.mean for s in found], dtype=np.float64)
+            summary = stats.summarize(values, self.alpha, flag=False)
+            names = tuple(f"{config}#{i + 1}" for i in range(len(found)))
+            self.cells[(config, metric, None)] = _Cell(summary, names, found, (), None)
+            self.floored[(config, metric, None)] = found
+            self.parts[(config, metric)] = [(None, np.arange(len(found), dtype=np.int64))]
+        self.steps[metric] = None
+        noise = stats.launch_noise([found for found, _ in by_config.values()], None)
+        self.noise[metric] = noise
+        for config, (found, estimate) in by_config.items():
+            level = stats.level(found, noise, config)
+            if estimate is not None and level.mean is not None:
+                level = dataclasses.replace(level, mean=estimate)
+            self.levels[(config, metric, None)] = level
+
+    def points(self, key: Key) -> Sequence[group.Point]:
+        """The values of one (config, metric, load point)."""
+        found = self.parts[(key[0], key[1])]
+        pts = self.values[(key[0], key[1])]
+        if len(found) == 1:
+            return pts
+        pos = next(p for load, p in found if load == key[2])
+        return _take(pts, pos)
+
+    def loads(self, config: str, metric: str) -> list[str | None]:
+        """The load points of a config's metric, in sweep order."""
+        return [load for load, _ in self.parts.get((config, metric), [])]
+
+    def side(self, key: Key) -> verdict.Side:
         """A hypothesis' side: its launches, its samples, and both without its outliers."""
         cell = self.cells[key]
         launches = self.floored[key]
+        if (key[0], key[1]) not in self.values:  # a derived metric: a value per launch
+            return verdict.Side(launches, [s.mean for s in launches])
+        points = self.points(key)
         column = group.column_of(points)
         if not cell.outliers:
             return verdict.Side(launches, column)
@@ -410,7 +552,33 @@ class _Levels:
         samples = np.asarray(column, dtype=np.float64)[keep]
         return verdict.Side(launches, column, tuple(clean), samples)
 
-    def level_summary(self, key: Key, points: Sequence[group.Point]) -> MetricSummary:
+    def summary(self, config: str, metric: str) -> MetricSummary:
+        """A config's metric: its one load point's level, or a swept metric described."""
+        loads = self.loads(config, metric)
+        if len(loads) == 1:
+            return self.level_summary((config, metric, loads[0]))
+        pts = self.values[(config, metric)]
+        s = stats.summarize(group.column_of(pts), self.alpha, flag=False)
+        cells = [self.cells[(config, metric, load)] for load in loads]
+        return MetricSummary(
+            n=s.n,
+            mean=None,  # no level across load points: see the config's `points`
+            median=s.median,
+            stdev=s.stdev,
+            cv=s.cv,
+            ci_low=None,
+            ci_high=None,
+            min=s.min,
+            max=s.max,
+            unit=metrics.get(metric).unit,
+            warnings=list(dict.fromkeys([*s.warnings, W_SWEPT])),
+            launches=max(len(c.stats) for c in cells),
+            n_eff=None,
+            warmup_dropped=sum(st.warmup for c in cells for st in c.stats),
+        )
+
+    def level_summary(self, key: Key) -> MetricSummary:
+        points = self.points(key) if (key[0], key[1]) in self.values else []
         cell, lv = self.cells[key], self.levels[key]
         s = cell.summary
         lo = hi = None
@@ -453,61 +621,73 @@ def analyze(session: Session) -> Analysis:
     diags: list[dg.Diagnostic] = list(session.diagnostics)
     alpha = session.alpha
 
-    cells = _cells(values, alpha, len(session.columns) > _PARALLEL_FROM, session)
-    lv = _Levels(cells, session)
+    cells, parts = _cells(values, alpha, len(session.columns) > _PARALLEL_FROM, session)
+    lv = _Levels(cells, parts, values, session)
+    capacities = _capacities(lv, session)
     configs: list[ConfigResult] = []
     for spec in session.configs:
         metric_names = [m for (c, m) in values if c == spec.name]
         own = [s.path for s in session.sources if session.source_config.get(s.path) == spec.name]
+        summaries = {m: lv.summary(spec.name, m) for m in metric_names}
+        for m, cap in capacities.get(spec.name, {}).items():
+            if cap.summary is not None:
+                summaries[m] = cap.summary
+        points: dict[str, dict[str, MetricSummary]] = {}
+        for m in metric_names:
+            for load in lv.loads(spec.name, m):
+                if load is not None:
+                    points.setdefault(load, {})[m] = lv.level_summary((spec.name, m, load))
         configs.append(
             ConfigResult(
                 name=spec.name,
                 label=spec.label,
                 settings=settings[spec.name],
                 sources=own,
-                metrics={
-                    m: lv.level_summary((spec.name, m), values[(spec.name, m)])
-                    for m in metric_names
-                },
+                metrics=summaries,
                 launches=len({n for p in own for _, n in session.launches.get(p, [])}),
+                points=dict(sorted(points.items(), key=lambda kv: _load.order_key(kv[0]))),
             )
         )
     by_name = {c.name: c for c in configs}
 
     baseline = session.baseline or (names[0] if names else None)
-    members = [_weigh(h, values, lv, alpha) for h in session.hypotheses]
-    judged = verdict.family([m for m in members if m is not None], alpha)
-    it = iter(judged)
+    claims = [_claim(h, lv, alpha) for h in session.hypotheses]
+    flat = [ev for c in claims for _, ev in c.members]
+    judged = iter(verdict.family(flat, alpha))
     hyps = [
-        _hypothesis(h, next(it) if m is not None else None, session, settings, diags)
-        for h, m in zip(session.hypotheses, members, strict=True)
+        _hypothesis(h, c, [next(judged) for _ in c.members], session, settings, diags)
+        for h, c in zip(session.hypotheses, claims, strict=True)
     ]
     holm = stats.holm([h.p_welch for h in hyps])
     hyps = [h.model_copy(update={"p_holm": p}) for h, p in zip(hyps, holm, strict=True)]
 
     comparisons: list[ComparisonResult] = []
+    unpaired: list[UnpairedPoint] = []
     if baseline is not None:
         wanted = [m for m in HEADLINE if (baseline, m) in values][:1]
         for h in session.hypotheses:  # one row per metric, however many claims name it
-            if h.metric not in wanted:
+            if h.metric not in wanted and (baseline, h.metric) in values:
                 wanted.append(h.metric)
         for name in names:
             if name == baseline:
                 continue
             for m in wanted:
-                a, b = values.get((baseline, m)), values.get((name, m))
-                if not a or not b:
+                if (baseline, m) not in values or (name, m) not in values:
                     continue
-                ev = verdict.weigh(
-                    lv.side((baseline, m), a),
-                    lv.side((name, m), b),
-                    lv.noise[m],
-                    "increase",
-                    0.0,
-                    alpha,
-                    m,
-                )
-                comparisons.append(comparison_result(ev, m, baseline, name))
+                pairs, alone = _paired(lv, baseline, name, m)
+                unpaired.extend(UnpairedPoint(metric=m, config=c, load=load) for c, load in alone)
+                for la, lb in pairs:
+                    ev = verdict.weigh(
+                        lv.side((baseline, m, la)),
+                        lv.side((name, m, lb)),
+                        lv.noise[m],
+                        "increase",
+                        0.0,
+                        alpha,
+                        m,
+                    )
+                    row = comparison_result(ev, m, baseline, name)
+                    comparisons.append(row.model_copy(update={"load": _pair_name(la, lb)}))
 
     run_metrics = [m for m in HEADLINE if any((n, m) in values for n in names)][:1]
     runs: list[RunRow] = []
@@ -518,9 +698,11 @@ def analyze(session: Session) -> Analysis:
             if len(pts) > RUNS_LISTED:
                 runs_omitted[name] = len(pts)
                 continue
-            flagged = (
-                {(o.source, o.line) for o in by_name[name].metrics[m].outliers} if pts else set()
-            )
+            held = [
+                by_name[name].metrics[m],
+                *(by[m] for by in by_name[name].points.values() if m in by),
+            ]
+            flagged = {(o.source, o.line) for s in held for o in s.outliers} if pts else set()
             runs.extend(
                 RunRow(
                     config=name,
@@ -531,6 +713,7 @@ def analyze(session: Session) -> Analysis:
                     block=p.block,
                     value=p.value,
                     outlier=(p.source, p.line) in flagged,
+                    load=session.loads.get((p.source, p.block)) if p.block is not None else None,
                 )
                 for p in pts
             )
@@ -585,13 +768,13 @@ def analyze(session: Session) -> Analysis:
     across = {name: group.launch_settings(session, name) for name in names}
     for name, found in across.items():
         for key, by_launch in found.items():
-            parts = ", ".join(f"{_show(v)} in {', '.join(ls)}" for v, ls in by_launch)
+            values_at = ", ".join(f"{_show(v)} in {', '.join(ls)}" for v, ls in by_launch)
             diags.append(
                 dg.make(
                     "mixed-settings",
                     name,
                     None,
-                    f"config {name}: its launches differ in {key} ({parts}); its statistics "
+                    f"config {name}: its launches differ in {key} ({values_at}); its statistics "
                     "pool them: give each setting its own config",
                 )
             )
@@ -605,6 +788,7 @@ def analyze(session: Session) -> Analysis:
         for h in hyps
     ]
 
+    curves, dominance = _pareto(lv, names)
     econ = _economics(session, values, settings, by_name, baseline, diags)
     return Analysis(
         sessionlens_version=__version__,
@@ -638,6 +822,12 @@ def analyze(session: Session) -> Analysis:
             for name, found in across.items()
             if found
         },
+        unpaired=list(dict.fromkeys(unpaired)),
+        slo=dict(session.slo),
+        capacity={c: {m: cap.result for m, cap in by.items()} for c, by in capacities.items()},
+        pareto=curves,
+        dominance=dominance,
+        family=len(flat),
     )
 
 
@@ -655,34 +845,22 @@ def _noise_result(lv: _Levels, metric: str) -> NoiseResult:
     )
 
 
-def _weigh(
-    h: HypothesisSpec, values: group.Values, lv: _Levels, alpha: float
-) -> verdict.Evidence | None:
-    """A claim's evidence, or None where a side has no value at all."""
-    ka, kb = (h.baseline, h.metric), (h.candidate, h.metric)
-    if ka not in lv.cells or kb not in lv.cells:
-        return None
-    return verdict.weigh(
-        lv.side(ka, values[ka]),
-        lv.side(kb, values[kb]),
-        lv.noise[h.metric],
-        h.direction,
-        h.min_effect,
-        alpha,
-        h.metric,
-    )
-
-
 def _hypothesis(
     h: HypothesisSpec,
-    j: verdict.Judgement | None,
+    claim: _Claim,
+    judged: list[verdict.Judgement],
     session: Session,
     settings: dict[str, dict[str, Any]],
     diags: list[dg.Diagnostic],
 ) -> HypothesisResult:
-    if j is None:
+    points: list[PointResult] = []
+    if not judged:
         j = verdict.empty(h.metric, h.direction, h.min_effect, session.alpha)
-    found = group.confounds(settings[h.baseline], settings[h.candidate], h.varies)
+    else:
+        j, points = _overall(h, claim, judged)
+    on_points = any(load is not None for load, _ in claim.members)
+    ignore = _load.LOAD_KEYS if on_points else ()
+    found = group.confounds(settings[h.baseline], settings[h.candidate], h.varies, ignore)
     for key, va, vb in found:
         diags.append(
             dg.make(
@@ -693,20 +871,299 @@ def _hypothesis(
                 f"({_show(va)} vs {_show(vb)}), which the hypothesis does not vary",
             )
         )
-    if stats.W_FEW in j.warnings:
+    if stats.W_FEW in j.warnings and j.unit == "sample":
         need = stats.min_samples(session.alpha)
-        what = "launches" if j.unit == "launch" else "samples"
         diags.append(
             dg.make(
                 "few-samples",
                 h.id,
                 None,
-                f"{h.id}: {j.n_baseline} vs {j.n_candidate} {what}; need >= {need} on each side "
+                f"{h.id}: {j.n_baseline} vs {j.n_candidate} samples; need >= {need} on each side "
                 f"for a Mann–Whitney test to detect a difference at alpha level "
                 f"{session.alpha:g}",
             )
         )
-    return hypothesis_result(j, h, found)
+    return hypothesis_result(j, h, found).model_copy(update={"points": points})
+
+
+# ---------------------------------------------------------------- sweeps (DESIGN §5)
+
+
+def _matches(load: str, at: Mapping[str, str]) -> bool:
+    pairs = _load.parse_load(load)
+    return all(pairs.get(k) == v for k, v in at.items())
+
+
+def _paired(
+    lv: _Levels, a: str, b: str, metric: str
+) -> tuple[list[tuple[str | None, str | None]], list[tuple[str, str | None]]]:
+    """The load points two configs are compared at (those both have), and the points only
+    one side has (listed, not compared). Two configs measured at one point each are compared
+    at those, whichever they are (the confound check says if they differ)."""
+    la, lb = lv.loads(a, metric), lv.loads(b, metric)
+    common = [load for load in la if load in lb]
+    if common:
+        alone = [(a, load) for load in la if load not in lb]
+        alone += [(b, load) for load in lb if load not in la]
+        return [(load, load) for load in common], alone
+    if len(la) == 1 and len(lb) == 1:
+        return [(la[0], lb[0])], []
+    return [], [(a, load) for load in la] + [(b, load) for load in lb]
+
+
+def _pair_name(la: str | None, lb: str | None) -> str | None:
+    if la == lb:
+        return la
+    return f"{la or '—'} vs {lb or '—'}"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Claim:
+    """A hypothesis' members (one per load point it is judged at) and the points only one
+    side has."""
+
+    members: list[tuple[str | None, verdict.Evidence]]
+    alone: list[tuple[str, str | None]]
+
+
+def _claim(h: HypothesisSpec, lv: _Levels, alpha: float) -> _Claim:
+    m = h.metric
+    la, lb = lv.loads(h.baseline, m), lv.loads(h.candidate, m)
+    if not la or not lb:
+        return _Claim([], [])
+    pairs: list[tuple[str | None, str | None]]
+    alone: list[tuple[str, str | None]]
+    if h.at is not None:
+        picked: list[str] = []
+        for config, loads in ((h.baseline, la), (h.candidate, lb)):
+            hits = [load for load in loads if load is not None and _matches(load, h.at)]
+            if len(hits) != 1:
+                at = ", ".join(f"{k}={v}" for k, v in h.at.items())
+                shown = "; ".join(load or "(none)" for load in loads)
+                msg = (
+                    f"hypothesis {h.id}: `at {at}` must name exactly one load point of "
+                    f"{config} on {m}, but matches {len(hits)} (its points: {shown})"
+                )
+                if h.origin == "cli":
+                    raise UsageError(msg)
+                raise ManifestError(msg, path="sessionlens.toml", line=h.line)
+            picked.append(hits[0])
+        pairs, alone = [(picked[0], picked[1])], []
+    else:
+        pairs, alone = _paired(lv, h.baseline, h.candidate, m)
+    members = [
+        (
+            _pair_name(pa, pb),
+            verdict.weigh(
+                lv.side((h.baseline, m, pa)),
+                lv.side((h.candidate, m, pb)),
+                lv.noise[m],
+                h.direction,
+                h.min_effect,
+                alpha,
+                m,
+                _pair_name(pa, pb),
+            ),
+        )
+        for pa, pb in pairs
+    ]
+    return _Claim(members, alone)
+
+
+def _turned_change(j: verdict.Judgement, direction: str) -> float:
+    if j.change is None:
+        return -math.inf
+    return j.change if direction == "increase" else -j.change
+
+
+def _overall(
+    h: HypothesisSpec, claim: _Claim, judged: list[verdict.Judgement]
+) -> tuple[verdict.Judgement, list[PointResult]]:
+    """A claim judged at several load points: supported where supported at every point,
+    rejected where rejected at every point, else inconclusive; its numbers are its least
+    favourable point's (DESIGN §5)."""
+    loads = [load for load, _ in claim.members]
+    points = [
+        PointResult(
+            load=load or "",
+            verdict=j.verdict,
+            verdict_raw=j.verdict_raw,
+            change=j.change,
+            ci_low=j.ci_low,
+            ci_high=j.ci_high,
+            holm_level=j.holm_level,
+            reason=j.reason,
+        )
+        for load, j in zip(loads, judged, strict=True)
+    ]
+    if len(judged) == 1 and not claim.alone:
+        return judged[0], points if loads[0] is not None else []
+    worst = min(range(len(judged)), key=lambda i: _turned_change(judged[i], h.direction))
+    verdicts = [j.verdict for j in judged]
+    raws = [j.verdict_raw for j in judged]
+
+    def agree(vs: list[verdict.Verdict]) -> verdict.Verdict:
+        return vs[0] if len(set(vs)) == 1 and vs[0] != "inconclusive" else "inconclusive"
+
+    overall, overall_raw = agree(verdicts), agree(raws)
+    n = len(judged)
+    if overall != "inconclusive":
+        head = f"{overall.capitalize()} at all {n} load points both configs share"
+    else:
+        counts = []
+        for v in ("supported", "rejected", "inconclusive"):
+            at = [loads[i] or "" for i in range(n) if verdicts[i] == v]
+            if at:
+                counts.append(f"{v} at {len(at)} ({'; '.join(at)})")
+        head = f"Of the {n} load points both configs share: " + ", ".join(counts)
+    if claim.alone:
+        only = "; ".join(f"{load} only in {config}" for config, load in claim.alone if load)
+        if only:
+            head += f" ({only}: not compared)"
+    reason = f"{head}. The least favourable, {loads[worst]}: {judged[worst].reason}"
+    main = dataclasses.replace(
+        judged[worst], verdict=overall, verdict_raw=overall_raw, reason=reason
+    )
+    return main, points
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Capacity:
+    result: CapacityResult
+    summary: MetricSummary | None
+
+
+_CAPACITY_OF = {
+    "capacity_req_s": "request_throughput_req_s",
+    "capacity_output_tok_s": "output_throughput_tok_s",
+}
+
+
+def _capacities(lv: _Levels, session: Session) -> dict[str, dict[str, _Capacity]]:
+    """SLO capacity of every swept config (DESIGN §5): from the point levels (the estimate)
+    and from each launch's own curve (the spread, where a config has two launches or more);
+    the capacity metrics become cells claims can name."""
+    slo = session.slo
+    if not slo:
+        return {}
+    out: dict[str, dict[str, _Capacity]] = {}
+    derived: dict[str, dict[str, tuple[tuple[stats.LaunchStat, ...], float | None]]] = {}
+    for spec in session.configs:
+        c = spec.name
+        for cap, tput in _CAPACITY_OF.items():
+            loads = [load for load in lv.loads(c, tput) if load is not None]
+            if len(loads) < 2:
+                continue
+            level = {load: lv.levels[(c, tput, load)].mean for load in loads}
+            lat = {
+                m: {load: lv.levels[(c, m, load)].mean for load in lv.loads(c, m) if load}
+                for m in slo
+            }
+            est = sweep.capacity(
+                loads,
+                {k: v for k, v in level.items() if v is not None},
+                {m: {k: v for k, v in by.items() if v is not None} for m, by in lat.items()},
+                slo,
+            )
+            per_launch = _launch_capacities(lv, c, tput, loads, slo)
+            found = [stats.launch_stat([v], series=False) for v in per_launch]
+            derived.setdefault(cap, {})[c] = (tuple(found), est.value)
+            out.setdefault(c, {})[cap] = _Capacity(
+                CapacityResult(
+                    mean=est.value,
+                    bound=est.bound,
+                    at=est.at,
+                    towards=est.towards,
+                    limit=est.limit,
+                    launches=len(per_launch),
+                ),
+                None,
+            )
+    for cap, by_config in derived.items():
+        lv.add_derived(cap, by_config)
+        for c in by_config:
+            result = out[c][cap].result
+            summary = lv.level_summary((c, cap, None)) if (c, cap, None) in lv.levels else None
+            if summary is not None:
+                summary = summary.model_copy(update={"mean": result.mean})
+                if result.mean is None:
+                    summary = summary.model_copy(update={"ci_low": None, "ci_high": None})
+                result = result.model_copy(
+                    update={"ci_low": summary.ci_low, "ci_high": summary.ci_high}
+                )
+            out[c][cap] = _Capacity(result, summary)
+    return out
+
+
+def _launch_capacities(
+    lv: _Levels, config: str, tput: str, loads: list[str], slo: Mapping[str, float]
+) -> list[float]:
+    """The capacity each launch's own curve gives (launches measured at every point)."""
+    means: dict[str, dict[tuple[str, str], float]] = {}
+    for m in (tput, *slo):
+        for load in loads:
+            key = (config, m, load)
+            if key not in lv.cells:
+                return []
+            for name, st in zip(lv.cells[key].launches, lv.floored[key], strict=True):
+                means.setdefault(name, {})[(m, load)] = st.mean
+    out = []
+    for by in means.values():
+        if len(by) != (1 + len(slo)) * len(loads):
+            continue  # not measured at every point
+        cap = sweep.capacity(
+            loads,
+            {load: by[(tput, load)] for load in loads},
+            {m: {load: by[(m, load)] for load in loads} for m in slo},
+            slo,
+        )
+        if cap.value is not None:
+            out.append(cap.value)
+    return out
+
+
+# The latency a throughput–latency curve is drawn against, in order of preference.
+_PARETO_LATENCY = ("tpot_ms_median", "tpot_ms_mean", "itl_ms_median", "itl_ms_mean")
+_PARETO_THROUGHPUT = "output_throughput_tok_s"
+
+
+def _pareto(lv: _Levels, names: list[str]) -> tuple[list[ParetoResult], list[DominanceResult]]:
+    """Every swept config's throughput–latency curve, its front, and who dominates whom."""
+    latency = next(
+        (m for m in _PARETO_LATENCY if any(len(lv.loads(n, m)) > 1 for n in names)), None
+    )
+    if latency is None:
+        return [], []
+    curves: dict[str, dict[str, tuple[float, float]]] = {}
+    for n in names:
+        loads = [load for load in lv.loads(n, _PARETO_THROUGHPUT) if load is not None]
+        if len(loads) < 2:
+            continue
+        curve: dict[str, tuple[float, float]] = {}
+        for load in loads:
+            t, lat = lv.levels[(n, _PARETO_THROUGHPUT, load)].mean, None
+            if (n, latency, load) in lv.levels:
+                lat = lv.levels[(n, latency, load)].mean
+            if t is not None and lat is not None:
+                curve[load] = (t, lat)
+        if curve:
+            curves[n] = curve
+    results = [
+        ParetoResult(
+            config=n,
+            throughput_metric=_PARETO_THROUGHPUT,
+            latency_metric=latency,
+            points=[CurvePoint(load=k, throughput=t, latency=lat) for k, (t, lat) in c.items()],
+            front=sweep.pareto_front(c),
+        )
+        for n, c in curves.items()
+    ]
+    dominance = []
+    for a in curves:
+        for b in curves:
+            if a != b and (at := sweep.dominates(curves[a], curves[b])) is not None:
+                dominance.append(DominanceResult(better=a, worse=b, points=list(at)))
+    return results, dominance
 
 
 def _show(value: Any) -> str:

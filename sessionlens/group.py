@@ -13,7 +13,7 @@ import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
-from . import metrics, stats
+from . import _load, metrics, stats
 from ._settings import norm_value as _norm
 from ._settings import same_value
 
@@ -202,6 +202,18 @@ class PointList(Sequence[Point]):
             int(self._lines[i]),
             None if self._runs is None else self._runs[i],
             None if self._blocks is None else self._blocks[i],
+        )
+
+    def take(self, positions: npt.NDArray[np.int64]) -> PointList:
+        """The points at these positions, in that order."""
+        pos = positions.tolist()
+        return PointList(
+            self._values[positions],
+            self._sources[positions],
+            self._names,
+            self._lines[positions],
+            None if self._runs is None else [self._runs[i] for i in pos],
+            None if self._blocks is None else [self._blocks[i] for i in pos],
         )
 
     def __iter__(self) -> Iterator[Point]:
@@ -547,7 +559,10 @@ def settings_diff(
 
 
 def confounds(
-    baseline: dict[str, Any], candidate: dict[str, Any], varies: list[str] | None
+    baseline: dict[str, Any],
+    candidate: dict[str, Any],
+    varies: list[str] | None,
+    ignore: Collection[str] = (),
 ) -> list[tuple[str, Any, Any]]:
     """Settings (present on both sides) that differ beyond what the hypothesis varies.
 
@@ -560,6 +575,7 @@ def confounds(
         k
         for k in baseline
         if k in candidate
+        and k.rsplit(".", 1)[-1] not in ignore
         and not is_noise(k)
         and not is_measured(k)
         and k.rsplit(".", 1)[-1] not in NOT_CONFOUNDS
@@ -685,3 +701,35 @@ def _launch_order(name: str) -> tuple[str, int]:
     """`folder#k` in start order (`#10` after `#9`)."""
     folder, _, k = name.rpartition("#")
     return (folder, int(k)) if folder and k.isdigit() else (name, 0)
+
+
+def by_load(
+    points: Sequence[Point], loads: Mapping[tuple[str, int], str]
+) -> list[tuple[str | None, npt.NDArray[np.int64]]]:
+    """A config's values split by load point (DESIGN §5: never pooled across points): each
+    load (None outside serving blocks) with the positions of its values, in sweep order."""
+    import numpy as np
+
+    n = len(points)
+    everything = np.arange(n, dtype=np.int64)
+    if not loads or n == 0:
+        return [(None, everything)]
+    served = {src for src, _ in loads}
+    if isinstance(points, PointList):
+        names, codes, blocks = points._names, points._sources, points._blocks
+        if blocks is None or not served & set(names):
+            return [(None, everything)]
+        wanted = {k for k, name in enumerate(names) if name in served}
+        mask = np.isin(codes, list(wanted))
+        found: list[str | None] = [None] * n
+        for i in np.flatnonzero(mask).tolist():
+            block = blocks[i]
+            if block is not None:
+                found[i] = loads.get((names[int(codes[i])], block))
+    else:
+        found = [loads.get((p.source, p.block)) if p.block is not None else None for p in points]
+    groups: dict[str | None, list[int]] = {}
+    for i, load in enumerate(found):
+        groups.setdefault(load, []).append(i)
+    ordered = sorted(groups, key=lambda k: (k is not None, _load.order_key(k), k or ""))
+    return [(k, np.asarray(groups[k], dtype=np.int64)) for k in ordered]

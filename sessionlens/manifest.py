@@ -29,6 +29,7 @@ TOP_KEYS = {
     "target_tok_s",
     "exclude",
     "launch_noise",
+    "slo",
     "configs",
     "hypotheses",
 }
@@ -42,6 +43,7 @@ HYPOTHESIS_KEYS = {
     "direction",
     "min_effect",
     "varies",
+    "at",
 }
 
 
@@ -72,6 +74,7 @@ class HypothesisSpec(BaseModel):
     direction: Direction = "increase"
     min_effect: float = DEFAULT_MIN_EFFECT
     varies: list[str] | None = None
+    at: dict[str, str] | None = None  # v0.2: one load point of a sweep (`max_concurrency=16`)
     line: int | None = None
     metric_line: int | None = None
     origin: Literal["manifest", "cli"] = "manifest"
@@ -88,6 +91,7 @@ class Manifest(BaseModel):
     target_tok_s: float | None = None
     exclude: list[str] = Field(default_factory=list)
     launch_noise: float | dict[str, float] | None = None
+    slo: dict[str, float] = Field(default_factory=dict)
     configs: list[ConfigSpec] = Field(default_factory=list)
     hypotheses: list[HypothesisSpec] = Field(default_factory=list)
 
@@ -180,6 +184,7 @@ def load(path: Path, shown: str = "sessionlens.toml") -> Manifest:
         raise _err(shown, loc.key("exclude"), "exclude must be a list of glob strings")
 
     launch_noise = _launch_noise(data.get("launch_noise"), shown, loc)
+    slo = _slo(data.get("slo"), shown, loc)
 
     configs: list[ConfigSpec] = []
     raw_configs = data.get("configs", {})
@@ -296,6 +301,7 @@ def load(path: Path, shown: str = "sessionlens.toml") -> Manifest:
             raise _err(
                 shown, loc.key("varies", line) or line, "varies must be a list of setting names"
             )
+        at = _at(body.get("at"), shown, loc.key("at", line) or line)
         hid = body.get("id", f"H{i + 1}")
         claim = body.get("claim") or (
             f"{body['candidate']} {'>' if direction == 'increase' else '<'} {body['baseline']} "
@@ -311,6 +317,7 @@ def load(path: Path, shown: str = "sessionlens.toml") -> Manifest:
                 direction=direction,
                 min_effect=float(min_effect),
                 varies=varies,
+                at=at,
                 line=line,
                 metric_line=loc.key("metric", line) or line,
                 origin="manifest",
@@ -328,6 +335,7 @@ def load(path: Path, shown: str = "sessionlens.toml") -> Manifest:
         target_tok_s=float(target) if target is not None else None,
         exclude=exclude,
         launch_noise=launch_noise,
+        slo=slo,
         configs=configs,
         hypotheses=hyps,
     )
@@ -352,6 +360,42 @@ def _launch_noise(value: Any, shown: str, loc: _Locator) -> float | dict[str, fl
     return cv(value, "launch_noise")
 
 
+def _slo(value: Any, shown: str, loc: _Locator) -> dict[str, float]:
+    """`slo = { tpot_ms_p99 = 50, ttft_ms_p99 = 2000 }`: upper bounds on latency metrics."""
+    if value is None:
+        return {}
+    where = loc.key("slo") or loc.table("slo")
+    if not isinstance(value, dict) or not value:
+        raise _err(shown, where, "slo must be a table of latency bounds ({ tpot_ms_p99 = 50 })")
+    out: dict[str, float] = {}
+    for key, bound in value.items():
+        if not _number(bound) or not 0 < bound < math.inf:
+            raise _err(shown, where, f"slo.{key} must be a positive number, not {bound!r}")
+        out[str(key)] = float(bound)
+    return out
+
+
+def _at(value: Any, shown: str, line: int | None) -> dict[str, str] | None:
+    """`at = { max_concurrency = 16 }`: the load point a hypothesis is judged at."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not value:
+        raise _err(shown, line, "at must be a table naming a load point ({ max_concurrency = 16 })")
+    out: dict[str, str] = {}
+    for key, v in value.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float, str)):
+            raise _err(shown, line, f"at.{key} must be a number or a string, not {v!r}")
+        out[str(key)] = _load_text(v)
+    return out
+
+
+def _load_text(value: int | float | str) -> str:
+    """A load value as load points write it (16, 2.5, inf)."""
+    if isinstance(value, float):
+        return "inf" if math.isinf(value) else f"{value:g}"
+    return str(value).strip()
+
+
 def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for k, v in d.items():
@@ -368,7 +412,8 @@ _NAME = r"""(?:"[^"<>]+"|'[^'<>]+'|[^\s<>"']+)"""
 _HYP = re.compile(
     rf"^\s*(?P<cand>{_NAME})\s*(?P<op>[<>])\s*(?P<base>{_NAME})"
     r"(?:\s+on\s+(?P<metric>[A-Za-z0-9_]+))?"
-    r"(?:\s+by\s+(?P<num>[0-9]*\.?[0-9]+)\s*(?P<pct>%)?)?\s*$"
+    r"(?:\s+by\s+(?P<num>[0-9]*\.?[0-9]+)\s*(?P<pct>%)?)?"
+    r"(?P<at>(?:\s+at\s+[A-Za-z0-9_.]+=[^\s,]+(?:\s*,\s*[A-Za-z0-9_.]+=[^\s,]+)*))?\s*$"
 )
 
 
@@ -392,9 +437,17 @@ def parse_hypothesis(text: str, hid: str) -> HypothesisSpec:
     min_effect = float(num) / 100 if num is not None else DEFAULT_MIN_EFFECT
     if not math.isfinite(min_effect):  # hundreds of digits
         raise UsageError(f"--hypothesis {text!r}: the effect after `by` is too large to use")
+    at = None
+    if m.group("at"):
+        pairs = m.group("at").strip()[2:].split(",")
+        at = {}
+        for pair in pairs:
+            key, _, value = pair.strip().partition("=")
+            at[key.strip()] = value.strip()
     return HypothesisSpec(
         id=hid,
         claim=text.strip(),
+        at=at,
         metric=m.group("metric") or DEFAULT_METRIC,
         baseline=base,
         candidate=cand,

@@ -86,6 +86,20 @@ _add("rejection_sampling_ms", "ms", "lower", "mean", "rejection-sampling time")
 _add("request_throughput_req_s", "req/s", "higher", "sum", "completed requests per second")
 _add("input_throughput_tok_s", "tok/s", "higher", "sum", "input tokens per second")
 _add("output_throughput_tok_s", "tok/s", "higher", "sum", "output tokens per second")
+_add(
+    "capacity_req_s",
+    "req/s",
+    "higher",
+    "sum",
+    "requests per second a swept config serves within the SLO (interpolated)",
+)
+_add(
+    "capacity_output_tok_s",
+    "tok/s",
+    "higher",
+    "sum",
+    "output tokens per second a swept config serves within the SLO (interpolated)",
+)
 _add("total_throughput_tok_s", "tok/s", "higher", "sum", "input + output tokens per second")
 _add("peak_output_throughput_tok_s", "tok/s", "higher", "sum", "peak output tokens per second")
 _add("concurrency", "req", None, "sum", "mean concurrent requests")

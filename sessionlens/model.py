@@ -228,6 +228,11 @@ class SampleColumns:
         """Each source's launches, as set."""
         return self._launches
 
+    @property
+    def loads(self) -> dict[tuple[str, int], str]:
+        """The load point of (source, block) pairs, as set."""
+        return self._loads
+
     def __len__(self) -> int:
         return len(self._value) + sum(p.height for p in self._parts)
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from . import _discover, _launch
+from . import _discover, _launch, _load
 from . import diagnostics as dg
 from ._progress import progress as progress_bar
 from ._settings import POOLING_KEYS, same_value
@@ -24,6 +24,10 @@ from .parsers import parse_path
 
 if TYPE_CHECKING:
     import polars as pl
+
+
+# Metrics a sweep under `slo` derives (DESIGN §5 "SLO capacity"): claims may name them.
+CAPACITY_METRICS = ("capacity_req_s", "capacity_output_tok_s")
 
 
 class Session:
@@ -46,6 +50,7 @@ class Session:
         cli_hypotheses: list[str],
         has_manifest: bool,
         launch_noise: float | dict[str, float] | None = None,
+        slo: dict[str, float] | None = None,
     ) -> None:
         self.root = root
         self.title = title
@@ -63,6 +68,8 @@ class Session:
         self.has_manifest = has_manifest
         # the manifest's launch-to-launch CV (DESIGN §5 "given"), one or per metric
         self.launch_noise = launch_noise
+        # latency bounds for SLO capacity (DESIGN §5, sweeps)
+        self.slo = dict(slo or {})
 
     @property
     def launches(self) -> dict[str, LaunchSpans]:
@@ -98,18 +105,38 @@ class Session:
             if k in logged and not same_value(v, logged[k])
         ]
 
+    @property
+    def loads(self) -> dict[tuple[str, int], str]:
+        """The load point of each (source, block) of a serving benchmark (DESIGN §5)."""
+        return self.columns.loads
+
     def mixed_settings(self, name: str) -> dict[str, list[Any]]:
-        """Benchmark parameters (rate, concurrency, sizes, model, tag, server URL) that take
-        more than one value among a config's sources and blocks: their runs are pooled."""
-        seen: dict[str, list[Any]] = {}
-        for key, value in self._logged_items(name):
-            if key.rsplit(".", 1)[-1] not in POOLING_KEYS:
+        """Benchmark parameters (model, tag, server URL, sizes, and rate or concurrency where
+        they are not a load point) that take more than one value among the runs of one
+        (config, load point): those runs are pooled. Load keys never count across points."""
+        seen: dict[tuple[str | None, str], list[Any]] = {}
+        loads = self.loads
+        for src in self.sources:
+            if self.source_config.get(src.path) != name:
                 continue
-            values = seen.setdefault(key, [])
-            if not any(same_value(value, v) for v in values):
-                values.append(value)
+            own = [(None, src.settings)]
+            parts = own + [(loads.get((src.path, b.block)), b.settings) for b in src.blocks]
+            for point, settings in parts:
+                for key, value in settings.items():
+                    leaf = key.rsplit(".", 1)[-1]
+                    in_point = point is not None and leaf in _load.LOAD_KEYS
+                    if leaf not in POOLING_KEYS or in_point:
+                        continue
+                    values = seen.setdefault((point, key), [])
+                    if not any(same_value(value, v) for v in values):
+                        values.append(value)
         spec = self._spec(name)
-        return {k: v for k, v in seen.items() if len(v) > 1 and k not in spec.settings}
+        out: dict[str, list[Any]] = {}
+        for (_, key), values in seen.items():
+            if len(values) > 1 and key not in spec.settings:
+                merged = out.setdefault(key, [])
+                merged.extend(v for v in values if not any(same_value(v, m) for m in merged))
+        return out
 
     def _spec(self, name: str) -> ConfigSpec:
         return next(c for c in self.configs if c.name == name)
@@ -293,6 +320,14 @@ def load_session(
     columns.set_launches(
         _launch.of_sources(sources, columns, {rel for rel, c in assign.items() if c in per_file})
     )
+    columns.set_loads(
+        _load.load_points(
+            (s.path, b.block, b.settings)
+            for s in sources
+            if assign.get(s.path) is not None
+            for b in s.blocks
+        )
+    )
 
     hyps = list(manifest.hypotheses) if manifest else []
     taken = {h.id for h in hyps}
@@ -316,6 +351,8 @@ def load_session(
                     f"(configs: {', '.join(names)})"
                 )
     present = columns.metric_names()
+    if manifest is not None and manifest.slo:
+        present |= set(CAPACITY_METRICS)  # derived from a sweep under the SLO (DESIGN §5)
     for h in hyps:
         if h.metric not in present:
             have = ", ".join(sorted(present)) or "none"
@@ -341,4 +378,5 @@ def load_session(
         cli_hypotheses=list(hypotheses),
         has_manifest=manifest is not None,
         launch_noise=manifest.launch_noise if manifest else None,
+        slo=manifest.slo if manifest else None,
     )

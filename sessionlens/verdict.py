@@ -86,6 +86,7 @@ class Evidence:
     side_a: Side
     side_b: Side
     clean: tuple[stats.Level, stats.Level] | None  # the levels without flagged outliers
+    load: str | None = None  # the load point judged at (sweeps), None outside them
 
     @property
     def p(self) -> float | None:
@@ -186,6 +187,7 @@ def weigh(
     min_effect: float,
     alpha: float = 0.05,
     metric: str = "value",
+    load: str | None = None,
 ) -> Evidence:
     """The evidence for "B changes `metric` in `direction` by at least `min_effect`" against
     baseline A, at the session's launch noise: both levels, the Fieller interval of r at
@@ -230,6 +232,7 @@ def weigh(
         a,
         b,
         clean,
+        load,
     )
 
 
@@ -517,7 +520,8 @@ def _finding(ev: Evidence, basis: Basis, raw_verdict: Verdict, tested: float, si
         got = f"one-sided p {_p(p)}" if p is not None else "no p"
         return (
             f"{head}: {raw_verdict} at the raw {_level(ev.alpha)} level, but with "
-            f"{size} claims Holm's step-down needs one-sided p ≤ {_p(tested / 2)} here "
+            f"{size} {'claims' if ev.load is None else 'claims × load points'} Holm's "
+            f"step-down needs one-sided p ≤ {_p(tested / 2)} here "
             f"({got}), so it is not shown with the family's confidence."
         )
     if any_size:
@@ -531,9 +535,13 @@ def _assumed(ev: Evidence, runs: int | None) -> str:
     cv = format_percent(noise.cv, 1)
     if noise.source == "measured":
         where = (
-            f"launch noise {cv}, measured from {_plural(noise.launches, 'launch')} of "
-            f"{_plural(noise.cells, 'config')}"
-        ).replace("launchs", "launches")
+            (
+                f"launch noise {cv}, measured from {_plural(noise.launches, 'launch')} of "
+                f"{_plural(noise.cells, 'config' if ev.load is None else 'config and load point')}"
+            )
+            .replace("launchs", "launches")
+            .replace("config and load points", "configs × load points")
+        )
     elif noise.source == "given":
         where = f"launch noise {cv}, as given in sessionlens.toml"
     else:

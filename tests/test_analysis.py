@@ -180,18 +180,19 @@ def test_claims_on_one_metric_share_one_comparison_row_and_cli_ids_follow_the_ma
     assert ("output_tokens", "fa3", "triton") in rows
 
 
-def test_a_config_pooling_a_concurrency_sweep_is_said(tmp_path: Path) -> None:
-    """Blocks of a sweep in one folder are different experiments: the report says so, and
-    each hypothesis on that config carries the warning."""
+def test_a_concurrency_sweep_in_one_folder_is_judged_point_by_point(tmp_path: Path) -> None:
+    """Blocks of a sweep in one folder are different experiments: v0.1 pooled them with a
+    mixed-settings warning; v0.2 (DESIGN §5) never pools across load points."""
     sweep = FIXTURES / "formats" / "sglang-bench-serving" / "sweep-3-blocks.log"
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
         shutil.copy(sweep, tmp_path / name / "bench.log")
     a = analyze(load_session(tmp_path, hypotheses=["b > a on output_throughput_tok_s by 5%"]))
-    mixed = [d for d in a.diagnostics if d.code == "mixed-settings"]
-    assert sorted(d.file for d in mixed) == ["a", "b"]
-    assert "max_concurrency: 4, 8" in mixed[0].message
-    assert "mixed-settings" in a.hypotheses[0].warnings
+    assert not [d for d in a.diagnostics if d.code == "mixed-settings"]
+    (h,) = a.hypotheses
+    assert [p.load for p in h.points] == [f"max_concurrency={c}" for c in (4, 8, 16)]
+    assert list(a.configs[0].points) == [p.load for p in h.points]
+    assert a.configs[0].metrics["output_throughput_tok_s"].mean is None  # no pooled level
 
 
 def test_a_manifest_setting_that_replaces_a_logged_one_is_said(tmp_path: Path) -> None:

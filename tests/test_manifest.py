@@ -75,7 +75,7 @@ def test_good_manifest(tmp_path: Path) -> None:
         (
             GOOD.replace("alpha = 0.1", "alpah = 0.1"),
             "sessionlens.toml:2: error: unknown key 'alpah' (known: alpha, configs, exclude, "
-            "hypotheses, launch_noise, target_tok_s, title) [manifest]",
+            "hypotheses, launch_noise, slo, target_tok_s, title) [manifest]",
         ),
         (
             GOOD.replace('candidate = "b"\nmin_effect', 'candidate = "c"\nmin_effect'),

@@ -30,6 +30,7 @@ SECTIONS = {
     "_configs.md.j2",
     "_settings.md.j2",
     "_comparisons.md.j2",
+    "_sweep.md.j2",
     "_noise.md.j2",
     "_hypotheses.md.j2",
     "_economics.md.j2",
@@ -66,6 +67,26 @@ def full(tmp_path_factory: pytest.TempPathFactory) -> Analysis:
             "verdict_without_outliers": "supported",
             "confounds": [Confound(setting="tp_size", baseline=8, candidate=None)],
             "warnings": ["outlier-sensitive"],
+        }
+    )
+    # a sweep too (its points, capacities, curves), on this session's first two configs
+    swept = analyze(load_session(ROOT / "fixtures" / "sessions" / "sweep-attention-backends"))
+    rename = dict(zip([c.name for c in swept.configs], [c.name for c in a.configs], strict=False))
+    configs = [
+        c.model_copy(update={"points": s.points})
+        for c, s in zip(a.configs, [*swept.configs, *a.configs[2:]], strict=True)
+    ]
+    a = a.model_copy(
+        update={
+            "configs": configs,
+            "slo": swept.slo,
+            "capacity": {rename[k]: v for k, v in swept.capacity.items()},
+            "pareto": [p.model_copy(update={"config": rename[p.config]}) for p in swept.pareto],
+            "dominance": [
+                d.model_copy(update={"better": rename[d.better], "worse": rename[d.worse]})
+                for d in swept.dominance
+            ],
+            "unpaired": [u.model_copy(update={"config": rename[u.config]}) for u in swept.unpaired],
         }
     )
     return a.model_copy(

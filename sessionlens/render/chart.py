@@ -11,6 +11,7 @@ import math
 from html import escape
 
 from ..metrics import format_number
+from .sweep_view import SweepView
 from .view import ChartView
 
 # Layout in SVG user units; the page scales the whole drawing to its width.
@@ -138,5 +139,88 @@ def svg(chart: ChartView) -> str:
                 f'y2="{y + 16:.1f}"><title>{escape(f"{s.config}: median {s.median_text}")}'
                 "</title></line>"
             )
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+_CURVE_H = 380
+_CURVE_LEFT = 72
+_CURVE_COLOURS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
+
+
+def curves_svg(sweep: SweepView) -> str:
+    """The throughput–latency curves of a sweep: a line per config through its load points,
+    the latency bound (where the SLO names the curve's latency) drawn across."""
+    pts = [(x, y) for c in sweep.curves for _, x, y in c.points]
+    if not pts:
+        return ""
+    xs, ys = [x for x, _ in pts], [y for _, y in pts]
+    if sweep.slo_latency is not None:
+        ys.append(sweep.slo_latency)
+    x_ticks = _ticks(min(xs), max(xs))
+    y_ticks = _ticks(min(ys), max(ys))
+    bottom = _CURVE_H - _BOTTOM
+    plot_w = _WIDTH - _CURVE_LEFT - _RIGHT - 160  # room for the legend on the right
+    plot_h = bottom - _TOP
+
+    def px(x: float) -> float:
+        return _CURVE_LEFT + (x - x_ticks[0]) / (x_ticks[-1] - x_ticks[0]) * plot_w
+
+    def py(y: float) -> float:
+        return bottom - (y - y_ticks[0]) / (y_ticks[-1] - y_ticks[0]) * plot_h
+
+    x_places = _places(x_ticks[1] - x_ticks[0])
+    y_places = _places(y_ticks[1] - y_ticks[0])
+    title = f"{sweep.throughput_metric} against {sweep.latency_metric}, per load point"
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="sessionlens-curves" role="img" '
+        f'viewBox="0 0 {_WIDTH} {_CURVE_H}" width="{_WIDTH}" height="{_CURVE_H}">',
+        f"<title>{escape(title)}</title>",
+    ]
+    for t in x_ticks:
+        out.append(
+            f'<line class="grid" x1="{px(t):.1f}" y1="{_TOP}" x2="{px(t):.1f}" y2="{bottom}"/>'
+            f'<text class="tick" x="{px(t):.1f}" y="{bottom + 16}" text-anchor="middle">'
+            f"{escape(format_number(t, x_places))}</text>"
+        )
+    for t in y_ticks:
+        out.append(
+            f'<line class="grid" x1="{_CURVE_LEFT}" y1="{py(t):.1f}" '
+            f'x2="{_CURVE_LEFT + plot_w}" y2="{py(t):.1f}"/>'
+            f'<text class="tick" x="{_CURVE_LEFT - 6}" y="{py(t) + 4:.1f}" text-anchor="end">'
+            f"{escape(format_number(t, y_places))}</text>"
+        )
+    out.append(
+        f'<text class="axis-label" x="{_CURVE_LEFT + plot_w / 2:.1f}" y="{bottom + 38}" '
+        f'text-anchor="middle">{escape(sweep.throughput_metric)}</text>'
+        f'<text class="axis-label" x="14" y="{_TOP + plot_h / 2:.1f}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {_TOP + plot_h / 2:.1f})">'
+        f"{escape(sweep.latency_metric)}</text>"
+    )
+    if sweep.slo_latency is not None:
+        y = py(sweep.slo_latency)
+        out.append(
+            f'<line class="slo" x1="{_CURVE_LEFT}" y1="{y:.1f}" x2="{_CURVE_LEFT + plot_w}" '
+            f'y2="{y:.1f}" stroke-dasharray="6 4"><title>SLO: {escape(sweep.latency_metric)} ≤ '
+            f"{escape(format_number(sweep.slo_latency, y_places))}</title></line>"
+        )
+    for i, c in enumerate(sweep.curves):
+        colour = _CURVE_COLOURS[i % len(_CURVE_COLOURS)]
+        path = " ".join(f"{px(x):.1f},{py(y):.1f}" for _, x, y in c.points)
+        out.append(f'<g class="curve"><title>{escape(c.config)}</title>')
+        out.append(f'<polyline fill="none" stroke="{colour}" stroke-width="2" points="{path}"/>')
+        for load, x, y in c.points:
+            tip = f"{c.config} at {load}: {format_number(x, x_places)}, {format_number(y, 2)}"
+            out.append(
+                f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="4" fill="{colour}">'
+                f"<title>{escape(tip)}</title></circle>"
+            )
+        ly = _TOP + 18 * i
+        lx = _CURVE_LEFT + plot_w + 16
+        out.append(
+            f'<line x1="{lx}" y1="{ly}" x2="{lx + 18}" y2="{ly}" stroke="{colour}" '
+            f'stroke-width="2"/><text x="{lx + 24}" y="{ly + 4}">{escape(_short(c.config))}'
+            "</text></g>"
+        )
     out.append("</svg>")
     return "\n".join(out)

@@ -32,8 +32,12 @@ class _PageRenderer(RendererHTML):
 
     def fence(self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType) -> str:
         drawing = env.get("sessionlens_chart") if isinstance(env, dict) else None
-        if tokens[idx].info.strip() == "mermaid" and drawing:
+        info = tokens[idx].info.strip()
+        if info == "mermaid" and drawing:
             return f'<figure class="chart">\n{drawing}\n</figure>\n'
+        curves = env.get("sessionlens_curves") if isinstance(env, dict) else None
+        if info == "text sweep" and curves:
+            return f'<figure class="chart curves">\n{curves}\n</figure>\n'
         return super().fence(tokens, idx, options, env)
 
 
@@ -41,7 +45,9 @@ def body_html(view: ReportView) -> str:
     """The report body as HTML, the Mermaid block swapped for an inline SVG chart."""
     parser = MarkdownIt("commonmark", {"html": False}, renderer_cls=_PageRenderer).enable("table")
     drawing = chart.svg(view.chart) if view.chart is not None else ""
-    return str(parser.render(markdown.render_body(view), {"sessionlens_chart": drawing}))
+    curves = chart.curves_svg(view.sweep) if view.sweep is not None else ""
+    env = {"sessionlens_chart": drawing, "sessionlens_curves": curves}
+    return str(parser.render(markdown.render_body(view), env))
 
 
 def render(view: ReportView) -> str:

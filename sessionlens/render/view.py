@@ -21,6 +21,7 @@ from .. import diagnostics as dg
 from .. import metrics
 from ..analysis import HEADLINE, Analysis, EconomicsResult, HypothesisResult
 from ..metrics import format_number, format_percent
+from . import sweep_view
 
 # ---------------------------------------------------------------- escaping
 
@@ -220,6 +221,7 @@ class HypothesisView:
     tests_on: str  # "samples" or "launch means"
     decided: str  # "at the 98.3 % level (Holm's step-down over 3 claims)"
     noise: str  # "2.0 % (assumed: no config was launched twice)"
+    points: list[tuple[str, str, str, str]]  # per load point: load, verdict, change, CI
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,6 +246,7 @@ class SettingRow:
 @dataclass(frozen=True, slots=True)
 class ComparisonRow:
     metric: str
+    load: str  # the load point compared ("" outside sweeps)
     candidate: str
     n: str
     mean_baseline: str
@@ -320,6 +323,7 @@ class ChartView:
 
 @dataclass(frozen=True, slots=True)
 class RunView:
+    load: str
     config: str
     source: str
     line: int
@@ -366,6 +370,8 @@ class ReportView:
     settings_partial: list[SettingRow]  # recorded by some configs only ("—" elsewhere)
     comparisons: list[ComparisonRow]
     has_holm: bool
+    has_loads: bool  # comparisons or runs at load points: a Load column
+    sweep: sweep_view.SweepView | None
     noise: list[NoiseView]
     economics: list[EconomicsView]
     chart: ChartView | None
@@ -625,9 +631,23 @@ def _hypothesis(
             f"against {md(h.baseline)} ({_side(h.samples_baseline, a, h.baseline, h.metric)})"
         ),
         tests_on="launch means" if h.unit == "launch" else "samples",
-        decided=_decided(h, len(a.hypotheses), a.alpha),
+        decided=_decided(h, a.family or len(a.hypotheses), a.alpha, a.family > len(a.hypotheses)),
         noise=_noise_words(h.launch_noise, h.launch_noise_source),
+        points=[
+            (
+                p.load,
+                p.verdict,
+                format_percent(p.change, places, signed=True),
+                _interval(p.ci_low, p.ci_high, places),
+            )
+            for p in h.points
+        ],
     )
+
+
+def analysis_swept(s: _analysis.MetricSummary) -> bool:
+    """Whether a config's metric was measured at several load points (no single level)."""
+    return _analysis.W_SWEPT in s.warnings
 
 
 def _side(samples: int, a: Analysis, config: str, metric: str) -> str:
@@ -638,17 +658,18 @@ def _side(samples: int, a: Analysis, config: str, metric: str) -> str:
     return f"{values}, {launches} launch" + ("" if launches == 1 else "es")
 
 
-def _decided(h: HypothesisResult, size: int, alpha: float) -> str:
+def _decided(h: HypothesisResult, size: int, alpha: float, points: bool = False) -> str:
+    what = f"{size} claims × load points" if points else f"{size} claims"
     if h.holm_level is None:
         if h.verdict_raw is not None and h.verdict_raw != h.verdict:
             return (
                 f"not decided: {h.verdict_raw} at the raw {level_text(alpha)} level, but not at "
-                f"the level Holm's step-down over {size} claims asks"
+                f"the level Holm's step-down over {what} asks"
             )
         return "not decided"
     if size == 1:
         return f"at the {level_text(h.holm_level)} level"
-    return f"at the {level_text(h.holm_level)} level (Holm's step-down over {size} claims)"
+    return f"at the {level_text(h.holm_level)} level (Holm's step-down over {what})"
 
 
 def _noise_words(cv: float | None, source: str | None) -> str:
@@ -835,7 +856,9 @@ def build(analysis: Analysis, session_ref: str) -> ReportView:
         s = c.metrics.get(headline) if headline is not None else None
         hc = carry.get(headline) if headline is not None else None
         mean_ci = "—"
-        if s is not None and headline is not None and s.mean is not None:
+        if s is not None and analysis_swept(s):
+            mean_ci = f"swept: {len(c.points)} load points"
+        elif s is not None and headline is not None and s.mean is not None:
             mean_ci = fmt(headline, s.mean, hc)
             if s.ci_low is not None and s.ci_high is not None and s.n >= 2:
                 half = (s.ci_high - s.ci_low) / 2
@@ -905,6 +928,7 @@ def build(analysis: Analysis, session_ref: str) -> ReportView:
         comparisons.append(
             ComparisonRow(
                 metric=cmp.metric,
+                load=cmp.load or "",
                 candidate=cmp.candidate,
                 n=f"{cmp.n_candidate} vs {cmp.n_baseline}"
                 + (" launches" if cmp.unit == "launch" else ""),
@@ -941,6 +965,7 @@ def build(analysis: Analysis, session_ref: str) -> ReportView:
         mc = carry.get(r.metric)
         runs.append(
             RunView(
+                load=r.load or "",
                 config=r.config,
                 source=r.source,
                 line=r.line,
@@ -979,6 +1004,8 @@ def build(analysis: Analysis, session_ref: str) -> ReportView:
         settings_partial=partial,
         comparisons=comparisons,
         has_holm=bool(a.hypotheses),
+        has_loads=any(c.load for c in a.comparisons) or any(r.load for r in a.runs),
+        sweep=sweep_view.build(a),
         noise=noise,
         economics=econ,
         chart=_chart(a, headline, carry.get(headline)) if headline is not None else None,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -239,6 +240,9 @@ def test_an_interrupt_stops_the_summaries_not_started(monkeypatch: pytest.Monkey
 
     def interrupted(points, alpha, session):  # type: ignore[no-untyped-def]
         started.append(points)
+        # a summary takes time: the other thread cannot run through every key before the
+        # interrupt is seen (on a loaded machine an instant raise let it do so)
+        time.sleep(0.2)
         raise KeyboardInterrupt
 
     monkeypatch.setattr(A, "_PARALLEL_FROM", 0)

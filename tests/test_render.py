@@ -278,8 +278,13 @@ def test_mermaid_chart_has_one_bar_per_config(analysis: Analysis, report_md: str
     assert labels is not None
     assert bars is not None
     assert labels.group(1) == '"base", "eagle3-prefill", "eagle3-decode"'  # manifest order
-    assert bars.group(1) == "82.6, 60.2, 60.4"  # medians, as read
-    assert 'y-axis "tok/s" 0 --> 100' in block
+    assert bars.group(1) == "82.6, 60.2, 59.6"  # levels (means of launch means)
+    # an axis fitted to the levels and their intervals, not 0-based (DESIGN §7)
+    axis = re.search(r'y-axis "tok/s" ([0-9.]+) --> ([0-9.]+)', block)
+    assert axis is not None
+    lo, hi = float(axis.group(1)), float(axis.group(2))
+    assert 0 < lo <= 53
+    assert 86 <= hi <= 100
 
 
 def test_output_is_deterministic_and_has_no_absolute_paths(
@@ -320,7 +325,7 @@ def test_html_page_is_inert_and_carries_the_header_in_meta(
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in report_html
     assert "<!-- sessionlens" not in report_html
     assert "xychart-beta" not in report_html
-    assert page.tags.count("svg") == 1
+    assert page.tags.count("svg") == 2  # the decision chart first, then the runs
     assert page.tags.count("table") == 6
     assert "<style>" in report_html
     assert "<link" not in report_html
@@ -341,7 +346,8 @@ def test_html_svg_chart_has_one_point_per_run(analysis: Analysis) -> None:
     assert flagged[0].findtext(f"{ns}title") == (
         "eagle3-decode: 50.9 tok/s (eagle3-decode/bench.log:9), outlier"
     )
-    assert len(root.findall(f"{ns}line[@class='median']")) == 3
+    assert len(root.findall(f"{ns}line[@class='median level']")) == 3  # each config's level
+    assert len(root.findall(f"{ns}g[@class='interval']")) == 3  # and its interval
     assert root.findtext(f"{ns}text[@class='axis-label']") == "throughput_tok_s (tok/s)"
     width = float(root.get("width", "0"))
     assert all(0 < float(p.get("cx", "-1")) < width for p in points)

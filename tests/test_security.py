@@ -389,10 +389,12 @@ def test_chromium_runs_no_payload_and_shows_the_verdicts(hostile: Path, tmp_path
     assert _ran(dom) == []
     tags = [t for t, _ in dom.tags]
     assert not {"script", "img", "iframe", "object", "embed"} & set(tags)
-    assert [a.get("onload") for t, a in dom.tags if t == "svg"] == [None]  # only our chart
+    # only our charts: the decision chart and the runs
+    assert [a.get("onload") for t, a in dom.tags if t == "svg"] == [None, None]
     assert not [a for _, a in dom.tags if any(k.startswith("on") for k in a)]
     shown = " ".join("".join(dom.parts).split())
-    assert "H1 supported" in shown  # the verdict line
+    assert "SUPPORTED H1" in shown  # the verdict banner
+    assert "H1 supported" in shown  # the decision chart's row
     assert tags.count("table") >= 4  # configs, settings, comparisons, runs, provenance
     assert "Comparisons" in shown
     assert "cand" in shown

@@ -56,4 +56,5 @@ def environment() -> jinja2.Environment:
     )
     env.filters["md"] = md
     env.filters["mermaid"] = mermaid_text
+    env.globals["html"] = False  # the Markdown as the HTML page embeds it (no title, verdicts)
     return env

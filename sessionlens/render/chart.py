@@ -8,11 +8,12 @@ XML-escaped, so a config name or path from a log stays text.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from html import escape
 
-from ..metrics import format_number
+from ..metrics import format_number, format_percent
 from .sweep_view import SweepView
-from .view import ChartView
+from .view import ChartView, DecisionRow
 
 # Layout in SVG user units; the page scales the whole drawing to its width.
 _WIDTH = 720
@@ -62,8 +63,8 @@ def _exponent(lo: float, hi: float) -> int:
 def svg(chart: ChartView) -> str:
     """The chart as a standalone `<svg>` element."""
     values = [v for s in chart.series for v in s.values if math.isfinite(v)]
-    medians = [s.median for s in chart.series if s.median is not None]
-    finite = values + [m for m in medians if math.isfinite(m)]
+    marks = [v for s in chart.series for v in (s.level, s.ci_low, s.ci_high) if v is not None]
+    finite = values + [m for m in marks if math.isfinite(m)]
     lo, hi = (min(finite), max(finite)) if finite else (0.0, 1.0)
     exp = _exponent(lo, hi)
     unit = 10.0**exp  # the axis is drawn in values / unit
@@ -98,7 +99,7 @@ def svg(chart: ChartView) -> str:
         f'<circle class="run outlier" cx="{legend_x + 50}" cy="12" r="5"/>'
         f'<text x="{legend_x + 59}" y="16">outlier</text>'
         f'<line class="median" x1="{legend_x + 120}" y1="4" x2="{legend_x + 120}" y2="20"/>'
-        f'<text x="{legend_x + 128}" y="16">median</text></g>'
+        f'<text x="{legend_x + 128}" y="16">level ± interval</text></g>'
     )
     for t in ticks:
         x = px(t)
@@ -132,11 +133,22 @@ def svg(chart: ChartView) -> str:
                 f'cy="{y + _JITTER[i % len(_JITTER)]:.1f}" '
                 f'r="{5 if flagged else 4}"><title>{escape(tip)}</title></circle>'
             )
-        if s.median is not None and math.isfinite(s.median):
-            xm = px(s.median / unit)
+        if s.ci_low is not None and s.ci_high is not None and math.isfinite(s.ci_high - s.ci_low):
+            a, b = px(s.ci_low / unit), px(s.ci_high / unit)
+            span = f"{format_number(s.ci_low, chart.places)} to "
+            span += format_number(s.ci_high, chart.places)
+            tip = f"{s.config}: level {s.level_text}, interval {span}"
             out.append(
-                f'<line class="median" x1="{xm:.1f}" y1="{y - 16:.1f}" x2="{xm:.1f}" '
-                f'y2="{y + 16:.1f}"><title>{escape(f"{s.config}: median {s.median_text}")}'
+                f'<g class="interval"><title>{escape(tip)}</title>'
+                f'<line x1="{a:.1f}" y1="{y + 14:.1f}" x2="{b:.1f}" y2="{y + 14:.1f}"/>'
+                f'<line x1="{a:.1f}" y1="{y + 9:.1f}" x2="{a:.1f}" y2="{y + 19:.1f}"/>'
+                f'<line x1="{b:.1f}" y1="{y + 9:.1f}" x2="{b:.1f}" y2="{y + 19:.1f}"/></g>'
+            )
+        if s.level is not None and math.isfinite(s.level):
+            xm = px(s.level / unit)
+            out.append(
+                f'<line class="median level" x1="{xm:.1f}" y1="{y - 16:.1f}" x2="{xm:.1f}" '
+                f'y2="{y + 16:.1f}"><title>{escape(f"{s.config}: level {s.level_text}")}'
                 "</title></line>"
             )
     out.append("</svg>")
@@ -222,5 +234,86 @@ def curves_svg(sweep: SweepView) -> str:
             f'stroke-width="2"/><text x="{lx + 24}" y="{ly + 4}">{escape(_short(c.config))}'
             "</text></g>"
         )
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+_DECISION_ROW = 26
+_DECISION_WIDTH = 960
+_DECISION_LEFT_CHARS = 36
+_VERDICT_CLASS = {"supported": "good", "rejected": "bad", "inconclusive": "open"}
+
+
+def decision_svg(rows: Sequence[DecisionRow], level: str) -> str:
+    """The decision chart (DESIGN §7): per claim its change and interval as a bar, against a
+    line at no change and a mark at the claimed size; coloured and labelled by verdict."""
+    ends = [0.0]
+    for r in rows:
+        ends += [v for v in (r.change, r.ci_low, r.ci_high, r.threshold) if v is not None]
+    ends = [v * 100 for v in ends if math.isfinite(v)]
+    ticks = _ticks(min(ends), max(ends))
+    left = 16 + _CHAR * min(_DECISION_LEFT_CHARS, max(len(r.label) for r in rows))
+    right_text = 16 + _CHAR * max(len(r.text) for r in rows)
+    width = _DECISION_WIDTH
+    plot_w = width - left - _RIGHT - right_text
+    bottom = _TOP + _DECISION_ROW * len(rows)
+    height = bottom + _BOTTOM
+
+    def px(pct: float) -> float:
+        return left + (pct - ticks[0]) / (ticks[-1] - ticks[0]) * plot_w
+
+    places = _places(ticks[1] - ticks[0])
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="sessionlens-decision" role="img" '
+        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}">',
+        f"<title>Decision chart: each claim's change with its {escape(level)} interval</title>",
+    ]
+    for t in ticks:
+        out.append(
+            f'<line class="grid" x1="{px(t):.1f}" y1="{_TOP - 8}" x2="{px(t):.1f}" '
+            f'y2="{bottom}"/><text class="tick" x="{px(t):.1f}" y="{bottom + 16}" '
+            f'text-anchor="middle">{escape(format_percent(t / 100, places, signed=True))}</text>'
+        )
+    out.append(
+        f'<line class="zero" x1="{px(0):.1f}" y1="{_TOP - 8}" x2="{px(0):.1f}" y2="{bottom}">'
+        "<title>no change</title></line>"
+    )
+    for i, r in enumerate(rows):
+        y = _TOP + _DECISION_ROW * i + _DECISION_ROW / 2
+        cls = _VERDICT_CLASS.get(r.verdict, "open")
+        label = r.label.strip()
+        if len(label) > _DECISION_LEFT_CHARS:
+            label = label[: _DECISION_LEFT_CHARS - 1] + "…"
+        kind = "claim sub" if r.sub else "claim"
+        tip = f"{r.label.strip()}: {r.text}"
+        out.append(f'<g class="{kind} {cls}"><title>{escape(tip)}</title>')
+        out.append(
+            f'<text class="label" x="{left - 10:.1f}" y="{y + 4:.1f}" text-anchor="end">'
+            f"{escape(label)}</text>"
+        )
+        xt = px(r.threshold * 100)
+        out.append(
+            f'<line class="threshold" x1="{xt:.1f}" y1="{y - 11:.1f}" x2="{xt:.1f}" '
+            f'y2="{y + 11:.1f}"><title>the claimed size: '
+            f"{escape(format_percent(r.threshold, 1, signed=True))}</title></line>"
+        )
+        if r.ci_low is not None and r.ci_high is not None:
+            a, b = px(r.ci_low * 100), px(r.ci_high * 100)
+            out.append(
+                f'<line class="interval" x1="{a:.1f}" y1="{y:.1f}" x2="{b:.1f}" y2="{y:.1f}"/>'
+                f'<line class="interval" x1="{a:.1f}" y1="{y - 6:.1f}" x2="{a:.1f}" '
+                f'y2="{y + 6:.1f}"/><line class="interval" x1="{b:.1f}" y1="{y - 6:.1f}" '
+                f'x2="{b:.1f}" y2="{y + 6:.1f}"/>'
+            )
+        if r.change is not None:
+            out.append(f'<circle class="change" cx="{px(r.change * 100):.1f}" cy="{y:.1f}" r="5"/>')
+        out.append(
+            f'<text class="value" x="{width - _RIGHT - right_text + 8:.1f}" y="{y + 4:.1f}">'
+            f"{escape(r.text)}</text></g>"
+        )
+    out.append(
+        f'<text class="axis-label" x="{left + plot_w / 2:.1f}" y="{bottom + 38}" '
+        'text-anchor="middle">change, candidate vs baseline (%)</text>'
+    )
     out.append("</svg>")
     return "\n".join(out)

@@ -38,6 +38,9 @@ class _PageRenderer(RendererHTML):
         curves = env.get("sessionlens_curves") if isinstance(env, dict) else None
         if info == "text sweep" and curves:
             return f'<figure class="chart curves">\n{curves}\n</figure>\n'
+        decision = env.get("sessionlens_decision") if isinstance(env, dict) else None
+        if info == "text decision" and decision:
+            return f'<figure class="chart decision">\n{decision}\n</figure>\n'
         return super().fence(tokens, idx, options, env)
 
 
@@ -46,8 +49,13 @@ def body_html(view: ReportView) -> str:
     parser = MarkdownIt("commonmark", {"html": False}, renderer_cls=_PageRenderer).enable("table")
     drawing = chart.svg(view.chart) if view.chart is not None else ""
     curves = chart.curves_svg(view.sweep) if view.sweep is not None else ""
-    env = {"sessionlens_chart": drawing, "sessionlens_curves": curves}
-    return str(parser.render(markdown.render_body(view), env))
+    decision = chart.decision_svg(view.decision, view.level) if view.decision else ""
+    env = {
+        "sessionlens_chart": drawing,
+        "sessionlens_curves": curves,
+        "sessionlens_decision": decision,
+    }
+    return str(parser.render(markdown.render_body(view, html=True), env))
 
 
 def render(view: ReportView) -> str:

@@ -15,15 +15,16 @@ HEADER_PREFIX = "<!-- sessionlens: "
 TEMPLATE = "report.md.j2"
 
 
-def render(view: ReportView) -> str:
-    """The whole report: the header comment line, then the body."""
-    text = environment().get_template(TEMPLATE).render(view=view)
+def render(view: ReportView, html: bool = False) -> str:
+    """The whole report: the header comment line, then the body. `html`: for the page,
+    which draws the title and the verdicts itself."""
+    text = environment().get_template(TEMPLATE).render(view=view, html=html)
     return _tidy(text)
 
 
-def render_body(view: ReportView) -> str:
+def render_body(view: ReportView, html: bool = False) -> str:
     """The report without its first line (the machine-readable header comment)."""
-    text = render(view)
+    text = render(view, html)
     first, _, rest = text.partition("\n")
     if not first.startswith(HEADER_PREFIX):  # pragma: no cover - template contract
         raise AssertionError("report.md.j2 must start with the sessionlens header line")

@@ -308,6 +308,26 @@ class Series:
     where: list[str]  # "source:line", per value
     median: float | None
     median_text: str
+    level: float | None = None  # the config's level (mean of launch means) and its interval
+    ci_low: float | None = None
+    ci_high: float | None = None
+    level_text: str = "—"
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionRow:
+    """One claim (or one load point of it) in the decision chart: r and its interval as
+    measured, and the claim's threshold on the same axis (+δ for an increase, −δ for a
+    decrease)."""
+
+    label: str
+    verdict: str
+    change: float | None
+    ci_low: float | None
+    ci_high: float | None
+    threshold: float
+    text: str  # "-1.2 % (-12.1 % to +10.0 %)"
+    sub: bool = False  # one load point of the claim above
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,6 +385,9 @@ class ReportView:
     headline_unit: str
     config_names: list[str]
     hypotheses: list[HypothesisView]
+    decision: list[DecisionRow]
+    decision_text: str  # the decision chart in fixed width (Markdown)
+    opening: list[str]  # without claims: the largest comparisons, as the first lines
     configs: list[ConfigRow]
     settings: list[SettingRow]  # recorded by every config
     settings_partial: list[SettingRow]  # recorded by some configs only ("—" elsewhere)
@@ -438,6 +461,8 @@ def _build_notes(a: Analysis, shown: list[str], carry: dict[str, int | None]) ->
     for i, d in diags:
         if d.code in _TRUNCATION:
             add_diag(i, d, "truncation recovered: " if d.code == "truncated-output" else "")
+            if d.code == "truncated-output":
+                _which_figure(notes, i, d, a, shown, carry)
     # 2. outliers, per config and shown metric
     for c in a.configs:
         for m in shown:
@@ -500,6 +525,31 @@ def _build_notes(a: Analysis, shown: list[str], carry: dict[str, int | None]) ->
             if n not in notes.by_file.get(d.file, []):
                 notes.by_file.setdefault(d.file, []).append(n)
     return notes
+
+
+def _which_figure(
+    notes: _Notes,
+    i: int,
+    d: dg.Diagnostic,
+    a: Analysis,
+    shown: list[str],
+    carry: dict[str, int | None],
+) -> None:
+    """A recomputed overall figure is not the statistics' one: say which the report uses
+    (one figure per config), where the config's headline level is known."""
+    config = next((s.config for s in a.sources if s.path == d.file), None)
+    c = next((c for c in a.configs if c.name == config), None)
+    metric = shown[0] if shown else None
+    s = c.metrics.get(metric) if c is not None and metric is not None else None
+    if s is None or s.mean is None or metric is None:
+        return
+    n = notes.ref(("diag", i))[0]
+    note = notes.items[n - 1]
+    text = (
+        f"{note.text}; it is not the figure the report uses: the statistics take the runs "
+        f"themselves, whose level is {fmt(metric, s.mean, carry.get(metric))}"
+    )
+    notes.items[n - 1] = Note(note.number, note.where, note.level, note.code, text)
 
 
 def _stat_notes(notes: _Notes, a: Analysis, shown: list[str], only: str | None) -> None:
@@ -795,6 +845,7 @@ def _chart(a: Analysis, metric: str, carry: int | None) -> ChartView | None:
             continue
         s = c.metrics.get(metric)
         median = s.median if s is not None else None
+        level = s.mean if s is not None and s.mean is not None else median
         series.append(
             Series(
                 config=c.name,
@@ -807,27 +858,133 @@ def _chart(a: Analysis, metric: str, carry: int | None) -> ChartView | None:
                     if median is None
                     else _plain(median, _places(fmt(metric, median, carry, unit=False)))
                 ),
+                level=level,
+                ci_low=s.ci_low if s is not None else None,
+                ci_high=s.ci_high if s is not None else None,
+                level_text=(
+                    "—"
+                    if level is None
+                    else _plain(level, _places(fmt(metric, level, carry, unit=False)))
+                ),
             )
         )
-    medians = [s.median for s in series if s.median is not None and math.isfinite(s.median)]
-    if not medians:
+    series = [s for s in series if s.level is not None and math.isfinite(s.level)]
+    if not series:
         return None
     unit = metrics.get(metric).unit
-    places = max(_places(s.median_text) for s in series)
-    lo, hi = min(0.0, min(medians)), max(0.0, max(medians))
-    big = sys.float_info.max  # a bound 10 % beyond a value near it is the limit itself
-    y_min, y_max = _nice(max(lo * 1.1, -big), up=False), _nice(min(hi * 1.1, big), up=True)
+    places = max(_places(s.level_text) for s in series)
+    # the axis spans the levels and their intervals (never 0 by habit: a +5.8 % must show)
+    ends = [v for s in series for v in (s.level, s.ci_low, s.ci_high) if v is not None]
+    ends = [v for v in ends if math.isfinite(v)]
+    lo, hi = min(ends), max(ends)
+    pad = (hi - lo) * 0.15 or abs(hi) * 0.05 or 1.0
+    big = sys.float_info.max  # a bound beyond a value near the float limit is the limit
+    y_min = _nice(max(lo - pad, -big), up=False)
+    y_max = _nice(min(hi + pad, big), up=True)
+    if lo >= 0 > y_min:
+        y_min = 0.0
     if y_max == y_min:
         y_max = y_min + 1
     return ChartView(
         metric=metric,
         unit=unit,
-        title=f"Median {metric} per config" + (f" ({unit})" if unit else ""),
-        series=[s for s in series if s.median is not None and math.isfinite(s.median)],
+        title=f"{metric} per config: level (mean of launch means)" + (f", {unit}" if unit else ""),
+        series=series,
         y_min=_plain(y_min, 0 if y_min.is_integer() else 2),
         y_max=_plain(y_max, 0 if y_max.is_integer() else 2),
         places=places,
     )
+
+
+_OPENING = 5  # comparisons a session without claims opens with
+
+
+def _opening(a: Analysis) -> list[str]:
+    """A session without claims opens with its largest comparisons against the baseline."""
+    if a.hypotheses:
+        return []
+    ranked = sorted(
+        (c for c in a.comparisons if c.change is not None),
+        key=lambda c: -abs(c.change or 0.0),
+    )[:_OPENING]
+    out = []
+    for c in ranked:
+        places = pct_places(c.change, c.ci_low, c.ci_high)
+        ci = _interval(c.ci_low, c.ci_high, places)
+        at = f" at {c.load}" if c.load else ""
+        out.append(
+            f"{c.candidate} vs {c.baseline}{at}: {c.metric} "
+            f"{format_percent(c.change, places, signed=True)}"
+            + (f" ({level_text(a.alpha)} CI {ci})" if ci != "—" else "")
+            + f", {fmt(c.metric, c.mean_baseline)} → {fmt(c.metric, c.mean_candidate)}"
+        )
+    return out
+
+
+def _decision(a: Analysis) -> list[DecisionRow]:
+    """The decision chart's rows: each claim's r and interval (per load point in sweeps)."""
+    rows: list[DecisionRow] = []
+    for h in a.hypotheses:
+        sign = 1.0 if h.direction == "increase" else -1.0
+        places = max(pct_places(h.change, h.ci_low, h.ci_high), pct_places(h.min_effect))
+        found = h.points if len(h.points) > 1 else []
+        items = [(f"{h.id} {h.verdict}", h.verdict, h.change, h.ci_low, h.ci_high, False)]
+        items += [
+            (f"  at {p.load}: {p.verdict}", p.verdict, p.change, p.ci_low, p.ci_high, True)
+            for p in found
+        ]
+        for label, verdict_, change, lo, hi, sub in items:
+            own = max(places, pct_places(change))
+            text = "—" if change is None else format_percent(change, own, signed=True)
+            if lo is not None and hi is not None:
+                text += f" ({_interval(lo, hi, places)})"
+            rows.append(
+                DecisionRow(label, verdict_, change, lo, hi, sign * h.min_effect, text, sub)
+            )
+    return rows
+
+
+_DECISION_W = 56
+
+
+def decision_text(rows: list[DecisionRow], level: str) -> str:
+    """The decision chart in fixed width: per claim, its interval `[---o---]` on an axis
+    spanning the data, 0 and the claimed δ (`|` no change, `:` the claim's threshold)."""
+    ends = [0.0]
+    for r in rows:
+        ends += [v for v in (r.change, r.ci_low, r.ci_high, r.threshold) if v is not None]
+    ends = [v for v in ends if math.isfinite(v)]
+    lo, hi = min(ends), max(ends)
+    span = hi - lo or 0.01
+    lo, hi = lo - span * 0.05, hi + span * 0.05
+
+    def col(x: float) -> int:
+        return max(0, min(_DECISION_W - 1, round((x - lo) / (hi - lo) * (_DECISION_W - 1))))
+
+    width = max(len(r.label) for r in rows)
+    lines = []
+    for r in rows:
+        cells = [" "] * _DECISION_W
+        if r.ci_low is not None and r.ci_high is not None:
+            a, b = col(r.ci_low), col(r.ci_high)
+            for i in range(a, b + 1):
+                cells[i] = "-"
+            cells[a], cells[b] = "[", "]"
+        if r.change is not None:
+            cells[col(r.change)] = "o"
+        for x, mark in ((0.0, "|"), (r.threshold, ":")):
+            i = col(x)
+            cells[i] = mark if cells[i] in " -" else cells[i]
+        lines.append(f"{r.label:<{width}}  {''.join(cells)}  {r.text}")
+    left = format_percent(lo, 0, signed=True)
+    right = format_percent(hi, 0, signed=True)
+    axis = left + " " * max(1, _DECISION_W - len(left) - len(right)) + right
+    lines.append(" " * (width + 2) + axis)
+    lines.append(
+        f"o the change (candidate vs baseline) and its {level} interval; "
+        "| no change; : the claimed size"
+    )
+    return "\n".join(lines)
 
 
 def build(analysis: Analysis, session_ref: str) -> ReportView:
@@ -850,6 +1007,7 @@ def build(analysis: Analysis, session_ref: str) -> ReportView:
     }
 
     hyps = [_hypothesis(h, a, notes, carry) for h in a.hypotheses]
+    decision = _decision(a)
 
     configs: list[ConfigRow] = []
     for c in a.configs:
@@ -999,6 +1157,9 @@ def build(analysis: Analysis, session_ref: str) -> ReportView:
         headline_unit=metrics.get(headline).unit if headline is not None else "",
         config_names=names,
         hypotheses=hyps,
+        decision=decision,
+        decision_text=decision_text(decision, level_text(a.alpha)) if decision else "",
+        opening=_opening(a),
         configs=configs,
         settings=settings,
         settings_partial=partial,

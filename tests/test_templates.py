@@ -144,7 +144,7 @@ def test_every_template_renders_under_strict_undefined(
 def test_full_view_fills_every_optional_part(full: Analysis) -> None:
     view = v.build(full, ".")
     text = environment().get_template("report.md.j2").render(view=view)
-    assert "- Launches needed per config to decide: 12." in text
+    assert "- Launches needed to decide: 12 a side, for the expected interval" in text
     assert "- Without the flagged outliers: supported (the verdict changes)." in text
     assert "tp_size = 8 vs unset" in text
     assert "reachable with 3 draft steps" in text  # 90 tok/s needs 2.73 ≤ 4

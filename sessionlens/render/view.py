@@ -665,11 +665,7 @@ def _hypothesis(
         n_baseline=h.n_baseline,
         n_candidate=h.n_candidate,
         without_outliers=without,
-        runs_needed=(
-            None
-            if h.verdict != "inconclusive"
-            else ((h.runs_needed_note or "—") if h.runs_needed is None else str(h.runs_needed))
-        ),
+        runs_needed=None if h.verdict != "inconclusive" else _runs_needed_text(h, places),
         confounds=[
             ConfoundView(c.setting, fmt_setting(c.baseline), fmt_setting(c.candidate))
             for c in h.confounds
@@ -692,6 +688,20 @@ def _hypothesis(
             )
             for p in h.points
         ],
+    )
+
+
+def _runs_needed_text(h: HypothesisResult, places: int) -> str:
+    """What `runs_needed` powers for, in words (DESIGN §5)."""
+    if h.runs_needed is None:
+        return h.runs_needed_note or "—"
+    change = h.change if h.direction == "increase" else (-h.change if h.change else None)
+    side = "at least" if change is not None and change >= h.min_effect else "below"
+    return (
+        f"{h.runs_needed} a side, for the expected interval to lie wholly {side} the claimed "
+        f"{format_percent(h.min_effect, places)} {h.direction} at the current estimates of "
+        "the launch noise and of each launch's own error (client runs within one launch "
+        "cannot get below the launch noise)"
     )
 
 

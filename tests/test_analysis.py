@@ -253,3 +253,18 @@ def test_an_interrupt_stops_the_summaries_not_started(monkeypatch: pytest.Monkey
     n_keys = len(set(zip(session.columns.config, session.columns.metric, strict=True)))
     assert n_keys > 4
     assert len(started) <= 3  # the one interrupted, and what the other thread had begun
+
+
+def test_a_config_without_the_headline_metric_of_another(tmp_path: Path) -> None:
+    """One config's bench runs and another's vLLM engine log: each lists what it has (the
+    runs table took the first config's headline metric for every config: KeyError)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    shutil.copy(
+        FIXTURES / "formats" / "vllm-server" / "v0.9.2-data-parallel-compose.log", tmp_path / "a"
+    )
+    shutil.copy(FIXTURES / "formats" / "bench-stdout" / "seed-truncated.log", tmp_path / "b")
+    a = analyze(load_session(tmp_path))
+    assert {r.config for r in a.runs} == {"b"}
+    assert "throughput_tok_s" in a.configs[1].metrics
+    assert "throughput_tok_s" not in a.configs[0].metrics

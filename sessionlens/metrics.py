@@ -138,6 +138,10 @@ _add("decode_median_latency_s", "s", "lower", "mean", "median decode-step latenc
 _add("decode_median_throughput_tok_s", "tok/s", "higher", "sum", "median decode throughput")
 _add("total_latency_s", "s", "lower", "mean", "total latency")
 _add("last_gen_throughput_tok_s", "tok/s", "higher", "sum", "last generation throughput")
+# `vllm bench latency`: the latency of one batch over its timed iterations (vllm-bench-result)
+_add("total_latency_s_mean", "s", "lower", "mean", "mean latency of one batch over iterations")
+for _p in ("p10", "p25", "p50", "p75", "p90", "p99"):
+    _add(f"total_latency_s_{_p}", "s", "lower", "mean", f"latency of one batch ({_p})")
 
 # --- sglang-server extras (added by the SGLang server parser) ---
 _add("cuda_graph", "fraction", None, "mean", "decode intervals run with CUDA (or CPU/NPU) graphs")

@@ -41,6 +41,7 @@ from . import (
     sglang_bench_one_batch,
     sglang_bench_serving,
     sglang_server,
+    vllm_bench_result,
     vllm_bench_serve,
     vllm_server,
 )
@@ -50,6 +51,7 @@ PARSERS: dict[str, Parser] = {
     bench_stdout.format_id: bench_stdout,
     sglang_bench_serving.format_id: sglang_bench_serving,
     vllm_bench_serve.format_id: vllm_bench_serve,
+    vllm_bench_result.format_id: vllm_bench_result,
     sglang_bench_offline.format_id: sglang_bench_offline,
     vllm_server.format_id: vllm_server,
     sglang_bench_one_batch.format_id: sglang_bench_one_batch,

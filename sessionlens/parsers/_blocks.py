@@ -1084,49 +1084,64 @@ class BlockReader:
                     f"this line is not one JSON record ({why.lower()}{where}); skipped",
                 )
             return True
-        if not isinstance(obj, dict) or not _is_bench_record(obj):
+        if not isinstance(obj, dict) or not is_bench_record(obj):
             if self._jsonl:
                 self.ctx.warn(
                     ln.no, "bad-record", "this JSON line is not a benchmark record; skipped"
                 )
             return self._jsonl
         self._end_block()
-        yield from self._record(ln, obj)
+        yield from self.read_record(ln.no, obj)
         return True
 
-    def _record(self, ln: Line, obj: dict[str, Any]) -> Iterator[Record]:
+    def read_record(
+        self, line: int, obj: dict[str, Any], where: dict[str, int] | None = None
+    ) -> Iterator[Record]:
+        """The records of one benchmark record (a block of its own); `where` gives the line
+        of each key when the record spans several lines (a pretty-printed document)."""
         block = self._next_block()
         self.ctx.count("record")
-        yield BlockStart(block, ln.no, self.format_id)
-        for key, (value, line) in self._pending.items():
-            yield Setting(key, value, line, block)
+        yield BlockStart(block, line, self.format_id)
+        for key, (value, at) in self._pending.items():
+            yield Setting(key, value, at, block)
         self._pending.clear()
         steady = "concurrency_ratio" in obj and "window_start" in obj
         if steady:
-            yield Setting("label", "Steady-State Result", ln.no, block)
+            yield Setting("label", "Steady-State Result", line, block)
         unread: list[str] = []
+        where = where or {}
         for key, value in obj.items():
+            at = where.get(key, line)
             metric = _STEADY_JSON.get(key) if steady else _json_metric(key)
             if steady and metric is None:
-                yield from (
-                    Setting(f"steady_{k}", v, ln.no, block) for k, v in _flatten(key, value)
-                )
+                yield from (Setting(f"steady_{k}", v, at, block) for k, v in flatten(key, value))
             elif key == _JSON_POSITIONS and isinstance(value, list):
-                yield from self._positions(ln, block, key, value)
+                yield from self._positions(at, block, key, value)
             elif metric is not None:
                 if value is None or (key == "rtfx" and value == 0):
                     continue  # vLLM writes `"rtfx": 0.0` for a run that is not audio
-                number = json_number(self.ctx, ln.no, f"record {block}: {key}", value)
+                number = json_number(self.ctx, at, f"record {block}: {key}", value)
                 if number is None:
+                    continue
+                if metric == "accept_length" and number < 1:
+                    # both count the bonus token, so a length is at least 1; vLLM writes
+                    # `0.0` when the run made no drafts (serve.py: `... if delta_drafts > 0
+                    # else 0.0`): no speculation measured, never an acceptance length
+                    self.ctx.warn(
+                        at,
+                        "impossible-value",
+                        f"record {block}: {key} is {number:g}, below 1 (no drafts were "
+                        "made); no sample taken",
+                    )
                     continue
                 if metric == "accept_length":
                     producer = "vllm" if key.startswith("spec_decode_") else "sglang"
                     scope, bonus = ACCEPT_SCOPE[producer]
-                    yield Setting("accept_length_scope", scope, ln.no, block)
-                    yield Setting("accept_len_counts_bonus", bonus, ln.no, block)
+                    yield Setting("accept_length_scope", scope, at, block)
+                    yield Setting("accept_len_counts_bonus", bonus, at, block)
                 if key in _JSON_PERCENT:  # as a `(%)` row: the printed digits, two places on
                     number = _fraction(number)
-                yield Sample(metric, number, ln.no, block)
+                yield Sample(metric, number, at, block)
             elif key in _JSON_ARRAYS:
                 self.ctx.count("per-request-array")
             elif not steady and _JSON_RESULT.search(key):
@@ -1137,23 +1152,23 @@ class BlockReader:
                 if isinstance(rate, int | float) and not isinstance(rate, bool):
                     pct = float(rate)
                     if math.isfinite(pct):
-                        yield Sample("cache_hit_rate", _fraction(pct), ln.no, block)
+                        yield Sample("cache_hit_rate", _fraction(pct), at, block)
                 rest = {k: v for k, v in value.items() if k != "cache_hit_rate_pct"}
-                for k, v in _flatten(key, rest):
-                    yield Setting(k, v, ln.no, block)
+                for k, v in flatten(key, rest):
+                    yield Setting(k, v, at, block)
             else:
-                for k, v in _flatten(key, value):
-                    yield Setting(k, v, ln.no, block)
+                for k, v in flatten(key, value):
+                    yield Setting(k, v, at, block)
         if unread:
             self.ctx.count("unknown-field", len(unread))
-            self.ctx.warn(ln.no, "unknown-field", f"record {block}: {_not_read(unread, 'result')}")
+            self.ctx.warn(line, "unknown-field", f"record {block}: {_not_read(unread, 'result')}")
 
-    def _positions(self, ln: Line, block: int, key: str, value: list[Any]) -> Iterator[Record]:
+    def _positions(self, at: int, block: int, key: str, value: list[Any]) -> Iterator[Record]:
         """Per-position acceptance fractions of a record, one sample per position."""
         for i, rate in enumerate(value):
-            number = json_number(self.ctx, ln.no, f"record {block}: {key}[{i}]", rate)
+            number = json_number(self.ctx, at, f"record {block}: {key}[{i}]", rate)
             if number is not None:
-                yield Sample(f"position_acceptance_rate_{i}", number, ln.no, block)
+                yield Sample(f"position_acceptance_rate_{i}", number, at, block)
 
 
 def _fraction(percent: float) -> float:
@@ -1188,19 +1203,19 @@ def _json_metric(key: str) -> str | None:
     return name if is_known(name) else None
 
 
-def _is_bench_record(obj: dict[str, Any]) -> bool:
+def is_bench_record(obj: dict[str, Any]) -> bool:
     return sum(1 for k in obj if _json_metric(k) is not None) >= 2
 
 
-def _flatten(key: str, value: Any) -> Iterator[tuple[str, JSON]]:
+def flatten(key: str, value: Any) -> Iterator[tuple[str, JSON]]:
     """Settings of a JSON value: dicts by dotted keys, lists of scalars kept when short."""
     if isinstance(value, dict):
         for k, v in value.items():
-            yield from _flatten(f"{key}.{k}", v)
+            yield from flatten(f"{key}.{k}", v)
     elif isinstance(value, list):
         if all(isinstance(v, dict) for v in value) and value:
             for i, v in enumerate(value):
-                yield from _flatten(f"{key}.{i}", v)
+                yield from flatten(f"{key}.{i}", v)
         elif len(value) <= _MAX_LIST and all(
             v is None or isinstance(v, str | int | float | bool) for v in value
         ):

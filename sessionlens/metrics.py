@@ -227,6 +227,11 @@ _add(
 )
 _add("steady_state_itl_ms", "ms", "lower", "mean", "per-token latency once every request decodes")
 
+# --- prometheus: per-interval deltas of a server's cumulative counters ---
+_add("interval_prompt_tokens", "tokens", None, "sum", "prompt tokens processed in the interval")
+_add("interval_generation_tokens", "tokens", "higher", "sum", "tokens generated in the interval")
+_add("finished_requests", "req", None, "sum", "requests finished in the interval")
+
 
 # Dynamic families: phase_<slug>_ms_per_cycle, phase_<slug>_share, position_acceptance_rate_<i>.
 _PATTERNS: list[tuple[re.Pattern[str], str, Better, Combine]] = [

@@ -70,9 +70,7 @@ def test_parse_table(capsys: pytest.CaptureFixture[str]) -> None:
 def test_parse_csv_and_parquet(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, out, _ = run(capsys, "parse", str(SEED), "--format", "csv")
     assert code == 0
-    assert out.splitlines()[0] == (
-        "config,source,line,block,run,rank,ts,launch,load,metric,value"
-    )
+    assert out.splitlines()[0] == ("config,source,line,block,run,rank,ts,launch,load,metric,value")
     assert len(out.splitlines()) == 21
     target = tmp_path / "s.parquet"
     code, out, _ = run(capsys, "parse", str(SEED), "--out", str(target))

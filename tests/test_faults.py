@@ -163,6 +163,7 @@ def test_file_failing_mid_read_is_one_error_line(
     rows = out.splitlines()[1:]
     assert 0 < len(rows) < 20 * 4000
     code, seed_csv, _ = run(capsys, "parse", str(SEED), "--format", "csv")
+
     # line..ts and metric,value (the launch names the folder as given, which differs)
     def row(r: str) -> tuple[str, str]:
         cells = r.split(",")

@@ -37,6 +37,7 @@ from ..model import (
 from . import (
     bench_stdout,
     phase_timing,
+    prometheus,
     sglang_bench_offline,
     sglang_bench_one_batch,
     sglang_bench_serving,
@@ -57,6 +58,7 @@ PARSERS: dict[str, Parser] = {
     sglang_bench_one_batch.format_id: sglang_bench_one_batch,
     sglang_server.format_id: sglang_server,
     phase_timing.format_id: phase_timing,
+    prometheus.format_id: prometheus,
 }
 
 THRESHOLD = 0.3

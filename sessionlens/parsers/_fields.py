@@ -11,6 +11,7 @@ import functools
 import math
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from .._lines import Line
 
@@ -168,6 +169,34 @@ TIMESTAMP = re.compile(
     r"(?:\d{4}-\d{2}-\d{2}[ T]|\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?"
     r"(?:Z|[+-]\d{2}:?\d{2}\b)?"
 )
+
+
+_EPOCH = re.compile(r"\d{9,13}(?:\.\d+)?")
+
+
+def epoch_seconds(text: str) -> float | None:
+    """A timestamp as seconds since the epoch, for a rate between two of them: ISO 8601
+    (`2026-03-01T10:00:00Z`, `+00:00`, a space for the `T`; no zone: as UTC) or a Unix time
+    in seconds or, with 13 digits, milliseconds; None for anything else."""
+    t = text.strip()
+    if _EPOCH.fullmatch(t):
+        value = float(t)
+        return value / 1000 if len(t.split(".")[0]) == 13 else value
+    if not re.fullmatch(
+        r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?(?:Z|[+-]\d\d:?\d\d)?", t
+    ):
+        return None
+    t = t.replace(",", ".")
+    frac = re.search(r"\.(\d+)", t)
+    if frac is not None and len(frac.group(1)) > 6:  # nanoseconds (docker): to microseconds
+        t = t.replace(frac.group(0), "." + frac.group(1)[:6])
+    try:
+        stamp = datetime.fromisoformat(t)
+    except ValueError:
+        return None
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return stamp.timestamp()
 
 
 def last_timestamp(prefix: str) -> str | None:

@@ -227,6 +227,12 @@ _add(
 )
 _add("steady_state_itl_ms", "ms", "lower", "mean", "per-token latency once every request decodes")
 
+# --- the 2023 benchmark_serving.py (vllm-bench-serve): latency over a request's tokens ---
+_add(
+    "latency_per_token_ms_mean", "ms", "lower", "mean", "request latency / (prompt + output tokens)"
+)
+_add("latency_per_output_token_ms_mean", "ms", "lower", "mean", "request latency / output tokens")
+
 # --- prometheus: per-interval deltas of a server's cumulative counters ---
 _add("interval_prompt_tokens", "tokens", None, "sum", "prompt tokens processed in the interval")
 _add("interval_generation_tokens", "tokens", "higher", "sum", "tokens generated in the interval")

@@ -20,10 +20,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .._lines import Line
+from ..metrics import get as metric_info
 from ..metrics import is_known, slug
 from ..model import BlockStart, Record, Sample, Setting
 from . import base
-from ._fields import decimals_of, read_number, shown, strip_head, strip_outer, value_problem
+from ._fields import (
+    convert_time,
+    decimals_of,
+    read_number,
+    shown,
+    strip_head,
+    strip_outer,
+    time_unit,
+    value_problem,
+)
 from .base import LineReader, ParseContext
 
 JSON = Any  # a JSON scalar or list (settings come from logs)
@@ -102,10 +112,15 @@ class RowSpec:
     cast: Cast = "auto"
     # An acceptance-length row, and whose accounting it follows (log-formats §5.1, §6.1).
     accept: Literal["sglang", "vllm"] | None = None
+    # The unit its value must carry when the label alone names no quantity (`Throughput:`
+    # of the 2023 script is requests/s); another unit makes it an unknown row.
+    unit: str | None = None
 
 
-def _m(name: str, accept: Literal["sglang", "vllm"] | None = None) -> RowSpec:
-    return RowSpec(name, "metric", accept=accept)
+def _m(
+    name: str, accept: Literal["sglang", "vllm"] | None = None, unit: str | None = None
+) -> RowSpec:
+    return RowSpec(name, "metric", accept=accept, unit=unit)
 
 
 def _s(name: str, cast: Cast = "auto") -> RowSpec:
@@ -136,6 +151,12 @@ ROWS: dict[str, RowSpec] = {
     "slo attainment (%)": _m("slo_attainment"),
     "rtfx (inverse real-time factor)": _m("rtfx"),
     "cache hit rate": _m("cache_hit_rate"),
+    # the 2023 benchmark_serving.py: `label: {x:.2f} s` and `Throughput: {x:.2f} requests/s`
+    "total time": _m("benchmark_duration_s"),
+    "throughput": _m("request_throughput_req_s", unit="requests/s"),
+    "average latency": _m("e2e_latency_ms_mean"),
+    "average latency per token": _m("latency_per_token_ms_mean"),
+    "average latency per output token": _m("latency_per_output_token_ms_mean"),
     "backend": _s("backend", "str"),
     "traffic request rate": _s("request_rate", "float"),
     "request rate configured (rps)": _s("request_rate", "float"),
@@ -333,6 +354,12 @@ def lookup(label: str, section: str | None) -> RowSpec | None:
     return None
 
 
+def _unit_of(value: str) -> str:
+    """The text after a row value's number: `5.99 requests/s` -> `requests/s`."""
+    m = _LEAD_NUM.match(value)
+    return m["rest"].strip() if m is not None else ""
+
+
 def _stat(stat: str, p: str | None) -> str:
     # P99.9 -> p999, P99 -> p99: the registry's spelling of percentiles
     return "p" + p.replace(".", "") if p is not None else stat
@@ -528,14 +555,25 @@ def looks_like_jsonl(head: str) -> bool:
     """
     lines = strip_head(head).split("\n")
     seen = objects = 0
+    parts: list[str] = []  # a record split over lines (the reader joins them the same way)
     for line in lines[:-1]:  # the last piece may be cut by the head's end
         text = line.strip()
         if not text:
             continue
+        if parts and not text.startswith("{") and len(parts) < _MAX_SPLIT:
+            parts.append(text)
+            if isinstance(_joined(parts), dict):
+                objects, parts = objects + 1, []
+            continue
+        parts = []
         seen += 1
         if text.startswith("{"):
+            obj = None
             with contextlib.suppress(ValueError, RecursionError):
-                objects += isinstance(json.loads(text), dict)
+                obj = json.loads(text)
+            objects += isinstance(obj, dict)
+            if obj is None and not text.endswith("}"):
+                parts = [text]
         if seen == _JSONL_LOOK:
             break
     if seen == 0:
@@ -670,6 +708,8 @@ class BlockReader:
         self._command: str | None = None  # a benchmark command continued by a `\\`
         # A row's sample whose fewer decimals may be a cut: yielded if its block goes on.
         self._held: tuple[Sample, str, str] | None = None
+        # The lines of a JSON record that a paste split (a `{` line that does not close)
+        self._split: list[tuple[Line, str]] = []
         # Inside a list under a bare `Heading:` outside a block (SGLang's `Generated shared
         # prefix dataset statistics:`), up to a blank line: facts, not a block's rows.
         self._in_list = False
@@ -678,6 +718,27 @@ class BlockReader:
 
     def feed(self, ln: Line) -> Iterator[Record]:
         """Records of one line, in line order."""
+        text = strip_outer(ln.text)
+        stripped = text.strip()
+        if self._split:
+            parts, self._split = self._split, []
+            if stripped and stripped[:1] != "{" and self._json_records:
+                parts.append((ln, stripped))
+                obj = _joined([t for _, t in parts])
+                if isinstance(obj, dict) and is_bench_record(obj):
+                    self._end_block()
+                    yield from self.read_record(parts[0][0].no, obj, _key_lines(parts, obj))
+                    return
+                if obj is None and len(parts) < _MAX_SPLIT and not stripped.endswith("}"):
+                    self._split = parts  # the record goes on over one more line
+                    return
+                parts.pop()
+            # not a record's continuation: the lines held are read as they are
+            for held, _ in parts:
+                yield from self._feed(held, hold=False)
+        yield from self._feed(ln, hold=True)
+
+    def _feed(self, ln: Line, hold: bool) -> Iterator[Record]:
         self._last_cut = ln.cut
         text = strip_outer(ln.text)
         stripped = text.strip()
@@ -692,6 +753,10 @@ class BlockReader:
                 return
             self._scan_ns(final=True)
         if self._json_records and stripped.startswith("{"):
+            if hold and not ln.cut and not stripped.endswith("}") and _json_fails(stripped):
+                # a record wrapped by a paste or a terminal: the rest is on the next line
+                self._split = [(ln, stripped)]
+                return
             handled = yield from self._json_line(ln, stripped)
             if handled:
                 return
@@ -765,6 +830,9 @@ class BlockReader:
 
     def finish(self) -> Iterator[Record]:
         """Records still owed at the end of the source."""
+        parts, self._split = self._split, []
+        for i, (held, _) in enumerate(parts):  # the file ends inside a record: it is cut
+            yield from self._feed(Line(held.no, held.text, i == len(parts) - 1), hold=False)
         yield from self._release(False)
         if self._ns is not None:
             self._scan_ns(final=True)
@@ -893,10 +961,14 @@ class BlockReader:
             scope, bonus = ACCEPT_SCOPE[spec.accept]
             yield Setting("accept_length_scope", scope, ln.no, b.index)
             yield Setting("accept_len_counts_bonus", bonus, ln.no, b.index)
+        if spec.unit is not None and _unit_of(row.value) != spec.unit:
+            b.unknown.append((ln.no, row.label))  # `Throughput: 12 tokens/s`: not this row
+            self.ctx.count("unknown-row")
+            return
         percent = "(%)" in row.label or (
             spec.name.startswith("position_acceptance_rate_") and b.percent_positions
         )
-        value = self._metric_value(ln, row, b.index, percent)
+        value = self._metric_value(ln, row, b.index, percent, spec.name)
         if value is None:
             return
         sample = Sample(spec.name, value, ln.no, b.index)
@@ -907,7 +979,9 @@ class BlockReader:
             return
         yield sample
 
-    def _metric_value(self, ln: Line, row: _Row, block: int, percent: bool) -> float | None:
+    def _metric_value(
+        self, ln: Line, row: _Row, block: int, percent: bool, name: str = ""
+    ) -> float | None:
         """The row's number by DESIGN §2, or None with a diagnostic saying why."""
         m = _LEAD_NUM.match(row.value)
         rest = m["rest"] if m is not None else ""
@@ -949,6 +1023,10 @@ class BlockReader:
             return None
         if percent or rest.startswith("%"):
             return round(got.value / 100, decimals_of(num) + 2)
+        unit, want = rest.strip(), metric_info(name).unit if name else ""
+        if unit and want in ("ms", "s") and time_unit(unit):
+            # a time printed with its unit after it, in the unit its metric is kept in
+            return convert_time(got.value, unit, want)
         return got.value
 
     def _release(self, goes_on: bool) -> Iterator[Sample]:
@@ -1175,6 +1253,35 @@ def _fraction(percent: float) -> float:
     """A JSON percent as a fraction, as a `(%)` row reads it: to the printed digits, two
     places on (`12.5` -> 0.125, not 0.12500000000000003)."""
     return round(percent / 100, decimals_of(repr(percent)) + 2)
+
+
+_MAX_SPLIT = 8  # lines one record may be split over (a wrapped paste); more is no record
+
+
+def _json_fails(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return True
+    return False
+
+
+def _joined(parts: list[str]) -> Any:
+    """The JSON value of a record's pieces: glued as they are (a wrap inside a token), else
+    with a space (a wrap at one); None when neither parses."""
+    for glue in ("", " "):
+        with contextlib.suppress(ValueError, RecursionError):
+            return json.loads(glue.join(parts))
+    return None
+
+
+def _key_lines(parts: list[tuple[Line, str]], obj: dict[str, Any]) -> dict[str, int]:
+    """The line each key of a split record is printed on (where its `"key":` starts)."""
+    out: dict[str, int] = {}
+    for key in obj:
+        mark = json.dumps(key) + ":"
+        out[key] = next((ln.no for ln, text in parts if mark in text), parts[-1][0].no)
+    return out
 
 
 def json_number(ctx: ParseContext, line: int, what: str, value: Any) -> float | None:

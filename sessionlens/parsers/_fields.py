@@ -228,9 +228,10 @@ def rank_of(prefix: str) -> tuple[str | None, dict[str, int]]:
 
 # Outer prefixes a terminal, collector or paste puts before every line (log-formats §9):
 # docker `-t` RFC 3339 timestamps, docker-compose `svc-1  | `, mpirun `[1,0]<stdout>:`,
-# Ray/vLLM `(Name pid=N) `, grep over several files (`path.ext:` on matches, `path.ext-` on
-# context lines, with `-n` also the line number). A grep path needs an extension that starts
-# with a letter, so `127.0.0.1:80` or `P99.9 TTFT` never count as one.
+# Ray/vLLM `(Name pid=N) `, pytest's captured log, a `# ` comment marker, grep over several
+# files (`path.ext:` on matches, `path.ext-` on context lines, with `-n` also the line
+# number). A grep path needs an extension that starts with a letter, so `127.0.0.1:80` or
+# `P99.9 TTFT` never count as one.
 _OUTER = re.compile(
     r"^(?:[ \t]*(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t]"
     r"|\[\d+,\d+\]<std(?:out|err)>:"
@@ -242,6 +243,9 @@ _OUTER = re.compile(
     r"(?:[\w.-]+[ \t][\w./@-]+\[\d+\]:[ \t])?"
     r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)? - [\w.]+ - [A-Z]+ - "  # python logging
     r"|\d{1,9}[:-](?![\d:-])"  # grep -n without a file name (`7:`, context `7-`)
+    # pytest's log capture (`%(levelname)-8s %(name)s:%(filename)s:%(lineno)d `)
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)[ \t]+[\w.<>-]+:[\w.-]+\.py:\d+(?:[ \t]|$)"
+    r"|\#(?:[ \t]|$)"  # a commented-out paste (`# ` before every line); never `#queue-req`
     r"|(?:[\w.~+-]*/)*[\w~+-][\w.~+-]*\.[A-Za-z]\w{0,7}(?:\.\d+)?(?:[:-]\d+)?[:-]))+"
 )
 # A Markdown list bullet or number before a pasted line (`- Run 1/5: ...`, `1. Run ...`);

@@ -8,12 +8,14 @@ rows itself.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from .._lines import SourceText
 from ..model import Record
 from . import _blocks
+from ._fields import strip_head
 from .base import LineReader, ParseContext, read_lines
 
 format_id = "vllm-bench-serve"
@@ -21,10 +23,20 @@ priority = 15
 _SERVER = "vllm-server"  # the format of server lines in the same terminal
 
 
+# The 2023 benchmark_serving.py printed no block: `Total time: {t:.2f} s`, `Throughput:
+# {r:.2f} requests/s` (no other rate after it: that is `vllm bench throughput`), then the
+# average latencies in seconds.
+_OLD_SCRIPT = re.compile(
+    r"^[ \t]*Throughput:[ \t]+[\d.]+ requests/s[ \t]*\n(?:[^\n]*\n)?[ \t]*Average latency:", re.M
+)
+
+
 def sniff(head: str, name: str) -> float:
     """Score: vLLM-only rows are decisive; rows both producers print are a weak hint."""
     if _blocks.sglang_jsonl(head):
         return 0.0
+    if _OLD_SCRIPT.search(strip_head(head)):
+        return 1.0
     if _blocks.vllm_json(head):
         return 1.0
     if _blocks.TITLE_OFFLINE.search(head) and not _blocks.TITLE_SERVING.search(head):

@@ -92,3 +92,16 @@ def test_key_value_items() -> None:
     assert (read.value, text[stop:].startswith(" tokens/s")) == (1.5, True)
     table = {"running": ("running_req", "num", 0)}
     assert F.lookup_field("info ] running", table) == ("running_req", "num", 0)
+
+
+def test_strip_outer_pytest_log_capture_and_comment_markers() -> None:
+    from sessionlens.parsers._fields import strip_outer
+
+    assert (
+        strip_outer("INFO     root:vllm_bench.py:126 Mean TTFT (ms): 1.0") == "Mean TTFT (ms): 1.0"
+    )
+    assert strip_outer("WARNING  perf.serve:test_x.py:9 x") == "x"
+    assert strip_outer("# Successful requests:   1000") == "Successful requests:   1000"
+    assert strip_outer("#") == ""
+    assert strip_outer("#queue-req: 3") == "#queue-req: 3"  # a field, not a marker
+    assert strip_outer("## Results") == "## Results"  # a heading: the block's label

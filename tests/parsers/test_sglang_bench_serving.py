@@ -180,3 +180,25 @@ def test_phase_lines_after_a_block_are_a_phase_block_with_the_next_number() -> N
     got = {(b, m) for b, m in zip(r.columns.block, r.columns.metric, strict=True)}
     assert (1, "cycle_ms") in got
     assert (0, "successful_requests") in got
+
+
+def test_a_jsonl_record_split_over_two_lines_is_one_record() -> None:
+    whole = parse_file(HERE / "v0.5.8-output.jsonl")
+    split = parse_file(HERE / "v0.5.8-output-record-split-in-two.jsonl")
+    assert split.sources[0].format == "sglang-bench-serving"
+    c, w = split.columns, whole.columns
+    assert sorted(zip(c.metric, c.value, strict=True)) == sorted(
+        zip(w.metric, w.value, strict=True)
+    )
+    # each value on the line its key is printed on; the record's block starts at its first
+    assert split.sources[0].blocks[1].line == 3
+    assert {ln for ln, b in zip(c.line, c.block, strict=True) if b == 1} == {3, 4}
+
+
+def test_a_jsonl_first_part_without_its_rest_is_a_cut_record() -> None:
+    line = (HERE / "v0.5.8-output.jsonl").read_text().split("\n")[0]
+    head = line[: line.index('"mean_ttft_ms"') + 7]
+    r = parse_text(line + "\n" + head + "\n", path="o.jsonl")
+    assert [d.message for d in r.diagnostics][-1] == (
+        "the last record is cut; no sample was taken from it"
+    )

@@ -882,3 +882,20 @@ def test_markdown_bold_is_stripped_around_words_never_inside_a_value() -> None:
         "kept as its text [unreadable-setting]"
     ]
     assert "gen_throughput_tok_s" in r.columns.metric
+
+
+@pytest.mark.parametrize(
+    ("pools", "usage"),
+    [
+        ("full token usage: 0.02, swa token usage: 0.31", 0.31),
+        ("full token usage: 0.05, mamba usage: 0.21", 0.21),
+        ("#token: full=4104, swa=4104, token usage: full=0.01, swa=0.02", 0.02),  # 0.4.9
+    ],
+)
+def test_hybrid_prefill_token_usage_is_the_fullest_pool(pools: str, usage: float) -> None:
+    text = (
+        f"[2026-03-02 07:41:09] Prefill batch, #new-seq: 1, #new-token: 1536, #cached-token: 0, "
+        f"{pools}, #running-req: 0, #queue-req: 0, input throughput (token/s): 38.12, "
+        "cuda graph: False\n"
+    )
+    assert values(text, "prefill_token_usage") == [usage]

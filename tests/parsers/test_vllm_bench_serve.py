@@ -141,3 +141,48 @@ def test_save_result_results_no_metric_takes_are_listed_not_settings() -> None:
         "'mean_e2el_including_client_queue_ms', 'diffusion_mean_steps' and 2 more "
         "[unknown-field]"
     ]
+
+
+def _pairs(result) -> list[tuple[str, float]]:
+    c = result.columns
+    return list(zip(c.metric, c.value, strict=True))
+
+
+def test_a_block_pasted_as_comments_reads_as_the_block() -> None:
+    """Every line behind `# ` (a block kept in a script): the field layer strips the marker."""
+    plain = parse_file(HERE / "v0.10.2-serve.log")
+    r = parse_file(HERE / "commented-paste-hash-prefix.log")
+    assert r.sources[0].format == "vllm-bench-serve"
+    assert _pairs(r) == _pairs(plain)
+    assert r.sources[0].blocks[0].settings.get("label") == (
+        "vllm bench serve, llama-3.1-8b, H100, --max-concurrency 64 (2025-09-20)"
+    )
+
+
+def test_a_block_behind_pytest_log_prefixes_reads_as_the_block() -> None:
+    plain = parse_file(HERE / "v0.10.2-serve.log")
+    r = parse_file(HERE / "pytest-log-prefix.log")
+    assert _pairs(r) == _pairs(plain)
+    assert r.diagnostics == []
+
+
+def test_the_2023_benchmark_serving_script() -> None:
+    """`Throughput: 5.99 requests/s` and latencies in seconds, read in ms."""
+    r = parse_file(HERE / "benchmark_serving-2023-throughput-requests.log")
+    assert r.sources[0].format == "vllm-bench-serve"
+    assert _pairs(r) == [
+        ("benchmark_duration_s", 166.94),
+        ("request_throughput_req_s", 5.99),
+        ("e2e_latency_ms_mean", 24310.0),
+        ("latency_per_token_ms_mean", 60.0),
+        ("latency_per_output_token_ms_mean", 130.0),
+    ]
+    assert r.sources[0].blocks[0].settings["request_rate"] == 4.0  # the Namespace's
+
+
+def test_a_throughput_row_in_another_unit_is_not_the_request_rate() -> None:
+    text = "Total time: 166.94 s\nThroughput: 5.99 requests/s\nAverage latency: 24.31 s\n"
+    other = text.replace("5.99 requests/s", "5.99 tokens/s")
+    r = parse_text(other, format="vllm-bench-serve", path="x.log")
+    assert values(r, "request_throughput_req_s") == []
+    assert [d.code for d in r.diagnostics] == ["unknown-row"]

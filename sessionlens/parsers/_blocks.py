@@ -455,6 +455,16 @@ def namespace_items(body: str) -> tuple[list[tuple[str, JSON]], bool]:
     return out, complete
 
 
+def cut_namespace(ctx: ParseContext, line: int, kept: int) -> None:
+    """Say that a Namespace dump is cut, and how many arguments before the cut are kept."""
+    ctx.warn(
+        line,
+        "truncated-settings",
+        f"the Namespace dump is cut; {kept} argument{'s' if kept != 1 else ''} before the "
+        "cut are kept",
+    )
+
+
 def _ns_value(v: str) -> JSON:
     if v[:1] in "'\"":
         return re.sub(r"\\(.)", lambda e: _ESCAPES.get(e.group(1), e.group(0)), v[1:-1])
@@ -1133,12 +1143,7 @@ class BlockReader:
         for key, value in items:
             self._pending[key] = (value, ns.line)
         if not complete:
-            self.ctx.warn(
-                ns.line,
-                "truncated-settings",
-                f"the Namespace dump is cut; {len(items)} argument"
-                f"{'s' if len(items) != 1 else ''} before the cut are kept",
-            )
+            cut_namespace(self.ctx, ns.line, len(items))
 
     # ------------------------------------------------------------------ JSON records
 

@@ -248,11 +248,7 @@ class Reader:
         for key, value in items:
             self._pending[key] = (value, ln.no)
         if not complete:
-            self.ctx.warn(
-                ln.no,
-                "truncated-settings",
-                f"the Namespace dump is cut; {len(items)} arguments before the cut are kept",
-            )
+            _blocks.cut_namespace(self.ctx, ln.no, len(items))
 
     # ------------------------------------------------------------------ JSON
 

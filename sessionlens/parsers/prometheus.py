@@ -48,8 +48,9 @@ _GAUGES: dict[str, str] = {
     "vllm:gpu_prefix_cache_hit_rate": "prefix_cache_hit_rate",  # V0
     "vllm:avg_prompt_throughput_toks_per_s": "prompt_throughput_tok_s",  # V0
     "vllm:avg_generation_throughput_toks_per_s": "gen_throughput_tok_s",  # V0
-    "vllm:spec_decode_draft_acceptance_rate": "draft_acceptance_rate",  # V0
-    "vllm:spec_decode_efficiency": "system_efficiency",  # V0
+    "vllm:cpu_prefix_cache_hit_rate": "cpu_prefix_cache_hit_rate",  # V0
+    # not V0's `spec_decode_draft_acceptance_rate` / `_efficiency`: totals since the start,
+    # where its counters give each interval's own rate
     "sglang:num_running_reqs": "running_req",
     "sglang:num_queue_reqs": "queue_req",
     "sglang:num_used_tokens": "num_token",
@@ -92,6 +93,20 @@ _HISTOGRAMS: dict[str, str] = {
 }
 # A restart shows in these even when no counter has gone down yet.
 _START_TIMES = ("process_start_time_seconds",)
+
+
+def _family(name: str) -> str:
+    """A series' family: its name without a counter's or histogram's own suffix."""
+    return re.sub(r"_(?:total|created|bucket|sum|count)$", "", name)
+
+
+def _read(name: str) -> bool:
+    """Whether a series feeds a metric (or a restart check) here."""
+    if name in _GAUGES or name in _COUNTERS or name in _RATIO_COUNTERS or name in _START_TIMES:
+        return True
+    fam = _family(name)
+    return fam in _HISTOGRAMS or fam + "_total" in _COUNTERS or fam + "_total" in _RATIO_COUNTERS
+
 
 _SNIFF_TYPE = re.compile(r"^#[ \t]*(?:TYPE|HELP)[ \t]+(?:vllm|sglang):\w+", re.M)
 _SNIFF_SAMPLE = re.compile(r"^(?:vllm|sglang):\w+(?:\{[^}\n]*\})?[ \t]+[-+\dNI.]", re.M)
@@ -151,6 +166,7 @@ class Reader:
         self._model: tuple[str, int] | None = None
         self._types: dict[str, str] = {}
         self._bonus_said = False
+        self._unread: dict[str, int] = {}  # a family no metric reads -> its first line
 
     def feed(self, ln: Line) -> Iterator[Record]:
         text = ln.text.strip()
@@ -206,6 +222,15 @@ class Reader:
 
     def finish(self) -> Iterator[Record]:
         yield from self._close()
+        if self._unread:
+            names = sorted(self._unread, key=self._unread.__getitem__)
+            more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+            self.ctx.warn(
+                min(self._unread.values()),
+                "unknown-field",
+                f"{len(names)} metric famil{'ies are' if len(names) > 1 else 'y is'} not "
+                f"read: {', '.join(names[:5])}{more}",
+            )
         if self._model is not None:
             yield Setting("model_name", self._model[0], self._model[1])
         if len(self._starts) > 1:
@@ -288,6 +313,8 @@ class Reader:
         for (name, labels), (value, line) in values.items():
             metric = _GAUGES.get(name)
             if metric is None:
+                if not _read(name) and name.startswith(_PREFIXES):
+                    self._unread.setdefault(_family(name), line)
                 continue
             if metric == "accept_len" and value == 0:
                 continue  # SGLang's gauge is 0.0 unless speculative decoding runs

@@ -35,7 +35,10 @@ def test_scrape_loop_deltas_rates_and_acceptance() -> None:
         "2026-03-02T09:15:20+00:00",
     }
     assert r.sources[0].settings["model_name"] == "meta-llama/Llama-3.1-8B-Instruct"
-    assert [d.code for d in r.diagnostics] == ["cumulative-baseline"]
+    assert [d.code for d in r.diagnostics] == ["cumulative-baseline", "unknown-field"]
+    assert r.diagnostics[1].message == (
+        "2 metric families are not read: vllm:cache_config_info, vllm:request_params_n"
+    )
 
 
 def test_appended_scrapes_without_times_give_deltas_never_rates_and_a_restart() -> None:

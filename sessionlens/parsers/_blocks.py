@@ -1199,7 +1199,7 @@ class BlockReader:
             if steady and metric is None:
                 yield from (Setting(f"steady_{k}", v, at, block) for k, v in flatten(key, value))
             elif key == _JSON_POSITIONS and isinstance(value, list):
-                yield from self._positions(at, block, key, value)
+                yield from self._positions(at, block, key, value, where)
             elif metric is not None:
                 if value is None or (key == "rtfx" and value == 0):
                     continue  # vLLM writes `"rtfx": 0.0` for a run that is not audio
@@ -1246,12 +1246,16 @@ class BlockReader:
             self.ctx.count("unknown-field", len(unread))
             self.ctx.warn(line, "unknown-field", f"record {block}: {_not_read(unread, 'result')}")
 
-    def _positions(self, at: int, block: int, key: str, value: list[Any]) -> Iterator[Record]:
-        """Per-position acceptance fractions of a record, one sample per position."""
+    def _positions(
+        self, at: int, block: int, key: str, value: list[Any], where: dict[str, int]
+    ) -> Iterator[Record]:
+        """Per-position acceptance fractions of a record, one sample per position (each on
+        its own line when the record is printed over several: `where` has `key[i]`)."""
         for i, rate in enumerate(value):
-            number = json_number(self.ctx, at, f"record {block}: {key}[{i}]", rate)
+            line = where.get(f"{key}[{i}]", at)
+            number = json_number(self.ctx, line, f"record {block}: {key}[{i}]", rate)
             if number is not None:
-                yield Sample(f"position_acceptance_rate_{i}", number, at, block)
+                yield Sample(f"position_acceptance_rate_{i}", number, line, block)
 
 
 def _fraction(percent: float) -> float:

@@ -348,7 +348,12 @@ class Reader:
         elif isinstance(obj, dict) and (_THROUGHPUT_JSON.keys() & obj.keys()):
             yield from self._throughput_json(line, obj, lines)
         elif isinstance(obj, dict) and _blocks.is_bench_record(obj):
-            where = {k: at for (k, *rest), at in lines.items() if not rest and isinstance(k, str)}
+            # the line of each key, and of each item of a list (`key[i]`)
+            where = {
+                str(k) if not rest else f"{k}[{rest[0]}]": at
+                for (k, *rest), at in lines.items()
+                if len(rest) <= 1
+            }
             yield from self._records.read_record(line, obj, where)
         else:
             self.ctx.warn(line, "bad-record", "this JSON document is not a vLLM benchmark result")

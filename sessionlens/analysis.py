@@ -698,9 +698,9 @@ def analyze(session: Session) -> Analysis:
             if len(pts) > RUNS_LISTED:
                 runs_omitted[name] = len(pts)
                 continue
-            own = by_name[name].metrics.get(m)
+            summary = by_name[name].metrics.get(m)
             held = [
-                *([own] if own is not None else []),
+                *([summary] if summary is not None else []),
                 *(by[m] for by in by_name[name].points.values() if m in by),
             ]
             flagged = {(o.source, o.line) for s in held for o in s.outliers} if pts else set()

@@ -9,9 +9,10 @@ benchstat-like minimum-sample check and the sample-size formula. Caveats are mac
 from __future__ import annotations
 
 import collections
+import functools
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
@@ -1260,3 +1261,357 @@ def min_detectable_effect(
     v = _median(rel)
     df = dfs[len(dfs) // 2]
     return (t_quantile(1 - alpha / 2, df) + t_quantile(power, df)) * math.sqrt(2 * v)
+
+
+# ---------------------------------------------------------------- change points (DESIGN §10)
+
+# E-divisive means (Matteson & James 2014) as `ecp::e.divisive` runs it: α = 1, a
+# permutation test at 0.05 with 199 permutations. A regime is at least 3 sessions: with
+# fewer, one odd night and a shift cannot be told apart, and the newest session is judged
+# against its regime instead (`predict_ratio`).
+CP_ALPHA = 0.05
+CP_PERMUTATIONS = 199
+CP_MIN_SIZE = 3
+CP_SEED = 20140101  # fixed: the same series always gives the same change points
+CP_WINDOW = 96  # longer series are read in overlapping windows (each permutation is O(n²))
+W_FEW_SESSIONS = "few-sessions"  # no session-to-session variance to judge with (df 0)
+
+
+@dataclass(frozen=True, slots=True)
+class ChangePoint:
+    """A change of distribution found by e-divisive: `index` is the first value of the new
+    regime; `q` the energy statistic of the split that found it, `p_value` its permutation
+    p-value over `permutations` shuffles (fewer when the test stopped early)."""
+
+    index: int
+    q: float
+    p_value: float
+    permutations: int
+
+
+@dataclass(frozen=True, slots=True)
+class Divisive:
+    """The change points of a series, sorted by index, and how they were found: on the whole
+    series, or (`windowed`) on overlapping windows of `window` values, then merged."""
+
+    change_points: tuple[ChangePoint, ...]
+    alpha: float
+    permutations: int
+    min_size: int
+    windowed: bool
+    window: int
+
+
+def energy_statistic(x: Values, y: Values) -> float:
+    """Q̂(X, Y; α = 1) of Matteson & James (2014): mn/(m+n) · Ê, where
+    Ê = 2/(mn)·Σ|x_i − y_j| − C(n,2)⁻¹·Σ_{i<k}|x_i − x_k| − C(m,2)⁻¹·Σ_{j<k}|y_j − y_k|.
+    Each side needs two values or more."""
+    import numpy as np
+
+    a = np.asarray(x, dtype=np.float64)
+    b = np.asarray(y, dtype=np.float64)
+    n, m = len(a), len(b)
+    if n < 2 or m < 2:
+        raise ValueError("each side needs at least 2 values")
+    between = float(np.abs(a[:, None] - b[None, :]).sum())
+    within_a = float(np.abs(a[:, None] - a[None, :]).sum()) / 2
+    within_b = float(np.abs(b[:, None] - b[None, :]).sum()) / 2
+    e = 2 * between / (n * m) - within_a / (n * (n - 1) / 2) - within_b / (m * (m - 1) / 2)
+    return n * m / (n + m) * e
+
+
+def _best_split(z: npt.NDArray[np.float64], min_size: int) -> tuple[int, float] | None:
+    """The split τ (and κ) of a segment that maximises Q̂(z[:τ], z[τ:κ]) over τ, κ with at
+    least `min_size` values on each side (the first maximum in τ, then κ); (τ, Q̂).
+
+    All pairs at once from one prefix-sum table: with U the upper triangle of |z_i − z_j|
+    and P[a, b] = Σ_{i<a, j<b} U[i, j], the within sum of z[:τ] is P[τ, τ], the between sum
+    of z[:τ] and z[τ:κ] is P[τ, κ] − P[τ, τ], and the within sum of z[τ:κ] P[κ, κ] − P[τ, κ]
+    (U is zero below the diagonal). O(n²) time and memory."""
+    import numpy as np
+
+    n = len(z)
+    if n < 2 * min_size:
+        return None
+    u = np.abs(z[:, None] - z[None, :])
+    u = np.triu(u, 1)
+    p = np.zeros((n + 1, n + 1))
+    np.cumsum(u, axis=0, out=u)
+    np.cumsum(u, axis=1, out=p[1:, 1:])
+    taus = np.arange(min_size, n - min_size + 1)
+    kappas = np.arange(2 * min_size, n + 1)
+    diag = np.diagonal(p)
+    t = taus[:, None].astype(np.float64)
+    k = kappas[None, :].astype(np.float64)
+    ny = k - t
+    p_tk = p[np.ix_(taus, kappas)]
+    within_x = diag[taus][:, None]
+    between = p_tk - within_x
+    within_y = diag[kappas][None, :] - p_tk
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = (2 * between - 2 * ny * within_x / (t - 1) - 2 * t * within_y / (ny - 1)) / k
+    q[ny < min_size] = -np.inf
+    i = int(np.argmax(q))
+    best = float(q.flat[i])
+    if not math.isfinite(best):
+        return None
+    return int(taus[i // q.shape[1]]), best
+
+
+def _bounds(n: int, cuts: Sequence[int]) -> list[tuple[int, int]]:
+    edges = [0, *cuts, n]
+    return [(edges[i], edges[i + 1]) for i in range(len(edges) - 1)]
+
+
+def _candidate(
+    z: npt.NDArray[np.float64], cuts: Sequence[int], min_size: int
+) -> tuple[int, float] | None:
+    """The best split over every segment between the cuts: (index in z, Q̂)."""
+    best: tuple[int, float] | None = None
+    for lo, hi in _bounds(len(z), cuts):
+        got = _best_split(z[lo:hi], min_size)
+        if got is not None and (best is None or got[1] > best[1]):
+            best = (lo + got[0], got[1])
+    return best
+
+
+def _monte_carlo_p(
+    q: float, draw: Callable[[], float], permutations: int, alpha: float
+) -> tuple[float, int]:
+    """A permutation p-value (#{Q̂* ≥ Q̂} + 1)/(R + 1) of an observed Q̂ and its permutations
+    count. The test stops once the count of Q̂* ≥ Q̂ alone makes it not significant, and then
+    gives the sequential p-value h/r of Besag & Clifford (1991)."""
+    enough = math.floor(alpha * (permutations + 1) - 1) + 1
+    over = 0
+    for done in range(1, permutations + 1):
+        if draw() >= q:
+            over += 1
+            if over >= enough:
+                return over / done, done
+    return (over + 1) / (permutations + 1), permutations
+
+
+def _shuffled_best(
+    z: npt.NDArray[np.float64], cuts: tuple[int, ...], min_size: int, rng: np.random.Generator
+) -> float:
+    """One permutation of e-divisive's test: each segment of `z` shuffled within itself (in
+    place: permutations of permutations are permutations), then its best Q̂."""
+    for lo, hi in _bounds(len(z), cuts):
+        rng.shuffle(z[lo:hi])
+    got = _candidate(z, cuts, min_size)
+    return -math.inf if got is None else got[1]
+
+
+def _hierarchical(
+    z: npt.NDArray[np.float64],
+    alpha: float,
+    permutations: int,
+    min_size: int,
+    rng: np.random.Generator,
+) -> list[ChangePoint]:
+    """E-divisive on one series: split the segment with the best Q̂ while its permutation
+    test (every segment shuffled within itself) is significant."""
+    cuts: list[int] = []
+    found: list[ChangePoint] = []
+    while True:
+        cand = _candidate(z, cuts, min_size)
+        if cand is None:
+            break
+        index, q = cand
+        draw = functools.partial(_shuffled_best, z.copy(), tuple(cuts), min_size, rng)
+        p, done = _monte_carlo_p(q, draw, permutations, alpha)
+        if not p <= alpha:
+            break
+        found.append(ChangePoint(index, q, p, done))
+        cuts = sorted([*cuts, index])
+    return sorted(found, key=lambda c: c.index)
+
+
+def _split_test(
+    z: npt.NDArray[np.float64], at: int, alpha: float, permutations: int, seed: int
+) -> ChangePoint:
+    """The two-sample energy test of z[:at] against z[at:] by permutation of the labels, for
+    the merge of windowed change points (the distances are taken once; each permutation is
+    a matrix-vector product)."""
+    import numpy as np
+
+    n = len(z)
+    d = np.abs(z[:, None] - z[None, :])
+    rng = np.random.default_rng([seed, n, at])
+
+    def q_of(mask: npt.NDArray[np.bool_]) -> float:
+        dx = d @ mask.astype(np.float64)
+        nx, ny = at, n - at
+        within_x = float(dx[mask].sum()) / 2
+        between = float(dx[~mask].sum())
+        within_y = (float(d.sum()) - 2 * within_x - 2 * between) / 2
+        e = (
+            2 * between / (nx * ny)
+            - within_x / (nx * (nx - 1) / 2)
+            - within_y / (ny * (ny - 1) / 2)
+        )
+        return nx * ny / n * e
+
+    labels = np.zeros(n, dtype=bool)
+    labels[:at] = True
+    q = q_of(labels)
+
+    def draw() -> float:
+        rng.shuffle(labels)
+        return q_of(labels)
+
+    p, done = _monte_carlo_p(q, draw, permutations, alpha)
+    return ChangePoint(at, q, p, done)
+
+
+def e_divisive(
+    values: Values,
+    alpha: float = CP_ALPHA,
+    permutations: int = CP_PERMUTATIONS,
+    min_size: int = CP_MIN_SIZE,
+    seed: int = CP_SEED,
+    window: int = CP_WINDOW,
+) -> Divisive:
+    """Change points of a series by e-divisive means (Matteson & James 2014, α = 1).
+
+    Hierarchical: the best split of any current segment (the largest Q̂ over τ and κ,
+    `_best_split`) is tested by permutation — every segment shuffled within itself and its
+    best split found the same way, `permutations` times — and kept while its p-value is at
+    most `alpha` (`_monte_carlo_p`). Each permutation costs O(n²), so a series longer than
+    `window` is read as Hunter/Otava read long histories (Fleming et al. 2023): e-divisive on
+    windows of `window` values that overlap by half (the next starting at the last change
+    point found, or half a window on), then a merge that re-tests each change point against
+    its neighbours' regimes (a two-sample energy test) and drops the weakest while one is
+    not significant. Deterministic: every test's generator is seeded from `seed`.
+    """
+    import numpy as np
+
+    _check_alpha(alpha)
+    if min_size < 2:
+        raise ValueError("a segment needs at least 2 values")
+    if window < 4 * min_size:
+        raise ValueError("a window needs room for two splits")
+    z = np.asarray(values, dtype=np.float64)
+    if not bool(np.isfinite(z).all()):
+        raise ValueError("change points need finite values")
+    n = len(z)
+    if n <= window:
+        found = _hierarchical(z, alpha, permutations, min_size, np.random.default_rng(seed))
+        return Divisive(tuple(found), alpha, permutations, min_size, False, window)
+    # one test per window: Bonferroni over them, with permutations enough to reach it
+    step = window // 2
+    looks = math.ceil((n - window) / step) + 1
+    alpha_w = alpha / looks
+    perms_w = max(permutations, math.ceil(2 / alpha_w))
+    cuts: set[int] = set()
+    start = 0
+    while True:
+        end = min(start + window, n)
+        rng = np.random.default_rng([seed, start])
+        part = _hierarchical(z[start:end], alpha_w, perms_w, min_size, rng)
+        got = [start + c.index for c in part]
+        cuts.update(got)
+        if end == n:
+            break
+        start = max([*got, start + step])
+    # the same change seen from two windows: keep one of any two closer than a regime
+    order: list[int] = []
+    for c in sorted(cuts):
+        if order and c - order[-1] < min_size:
+            continue
+        order.append(c)
+    # merge: drop the weakest change point while one is not significant against the regimes
+    # on either side of it (its neighbours' tests change with it, and are redone)
+    tests: dict[tuple[int, int, int], ChangePoint] = {}
+    while order:
+        edges = [0, *order, n]
+        points = []
+        for i in range(1, len(edges) - 1):
+            key = (edges[i - 1], edges[i], edges[i + 1])
+            if key not in tests:
+                lo, at, hi = key
+                t = _split_test(z[lo:hi], at - lo, alpha, permutations, seed)
+                tests[key] = ChangePoint(at, t.q, t.p_value, t.permutations)
+            points.append(tests[key])
+        weakest = max(points, key=lambda c: (c.p_value, -c.q))
+        if weakest.p_value <= alpha:
+            return Divisive(tuple(points), alpha, permutations, min_size, True, window)
+        order.remove(weakest.index)
+    return Divisive((), alpha, permutations, min_size, True, window)
+
+
+@dataclass(frozen=True, slots=True)
+class RegimeNoise:
+    """Session-to-session noise of a series: the relative variance of its values about
+    their regime's mean, pooled over the regimes (a CV², with its degrees of freedom)."""
+
+    cv2: float | None
+    df: int
+
+
+def regime_noise(values: Values, cuts: Sequence[int]) -> RegimeNoise:
+    """The pooled relative variance within the regimes the cuts make: Σ (x/m_r − 1)² over
+    Σ (n_r − 1) (regimes whose mean is not above 0 are left out)."""
+    xs = [float(v) for v in values]
+    total = 0.0
+    df = 0
+    for lo, hi in _bounds(len(xs), cuts):
+        part = xs[lo:hi]
+        if len(part) < 2:
+            continue
+        m = fmean(part)
+        if not m > 0:
+            continue
+        total += math.fsum((x / m - 1) ** 2 for x in part)
+        df += len(part) - 1
+    return RegimeNoise(total / df if df else None, df)
+
+
+def _regime_ratio(
+    mean_a: float, var_a: float, mean_b: float, var_b: float, df: int, alpha: float
+) -> Ratio:
+    change = mean_b / mean_a - 1
+    t = t_quantile(1 - alpha / 2, float(df))
+    got = fieller(mean_a, var_a, mean_b, var_b, t)
+    if got is None:
+        return Ratio(change, None, None, float(df), alpha, False)
+    return Ratio(change, got[0] - 1, got[1] - 1, float(df), alpha, True)
+
+
+def shift_ratio(before: Values, after: Values, noise: RegimeNoise, alpha: float = 0.05) -> Ratio:
+    """The shift at a change point: r = mean(after)/mean(before) − 1, with Fieller's interval
+    from each regime's mean and the pooled session-to-session CV² (var = CV²·m²/n a side)."""
+    _check_alpha(alpha)
+    a, b = fmean(before), fmean(after)
+    if not a > 0:
+        return Ratio(None, None, None, None, alpha, False)
+    if noise.cv2 is None or noise.df < 1:
+        return Ratio(b / a - 1, None, None, None, alpha, False)
+    va = noise.cv2 * a * a / len(before)
+    vb = noise.cv2 * b * b / len(after)
+    return _regime_ratio(a, va, b, vb, noise.df, alpha)
+
+
+def predict_ratio(regime: Values, newest: float, noise: RegimeNoise, alpha: float = 0.05) -> Ratio:
+    """The newest session against its regime: r = newest/mean(regime) − 1, with Fieller's
+    interval treating the regime's k sessions as replicates and the newest as one more: the
+    mean's variance CV²·m²/k, the newest's a whole session's CV²·x² (a prediction interval:
+    one session carries the session-to-session noise)."""
+    _check_alpha(alpha)
+    a = fmean(regime)
+    if not a > 0:
+        return Ratio(None, None, None, None, alpha, False)
+    if noise.cv2 is None or noise.df < 1:
+        return Ratio(newest / a - 1, None, None, None, alpha, False)
+    va = noise.cv2 * a * a / len(regime)
+    vb = noise.cv2 * newest * newest
+    return _regime_ratio(a, va, newest, vb, noise.df, alpha)
+
+
+def pooled_cv(parts: Sequence[tuple[float, float]]) -> tuple[float, float] | None:
+    """CVs measured with their degrees of freedom, pooled: √(Σ df·cv² / Σ df), Σ df.
+    None without a part of positive degrees of freedom."""
+    total = sum(df for _, df in parts if df > 0 and math.isfinite(df))
+    if not total > 0:
+        return None
+    return math.sqrt(math.fsum(df * cv * cv for cv, df in parts if df > 0) / total), total

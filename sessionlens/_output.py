@@ -99,3 +99,55 @@ def _write_through(out: Path, raw: bytes) -> None:
             fh.write(raw)
     except OSError as exc:
         raise _cannot(out, exc.strerror or str(exc)) from None
+
+
+DATASET_PREFIX = "session="  # the top folders of a hive-partitioned history dataset
+
+
+def write_dataset(out: Path, parts: Iterable[tuple[str, bytes]]) -> int:
+    """Write a dataset folder (relative paths and bytes) as a whole: into a temp folder
+    beside `out`, then renamed into place, so an interrupt or a failure leaves no half
+    dataset and an earlier one stays whole. An existing `out` is replaced only when it holds
+    a dataset and nothing else (`session=…` folders); otherwise it is a usage error. Returns
+    the number of files written."""
+    import shutil
+
+    target = Path(os.path.abspath(out))
+    if target.exists() or target.is_symlink():
+        if target.is_symlink() or not target.is_dir():
+            raise UsageError("--out must name a folder for the dataset", path=str(out))
+        foreign = [e.name for e in os.scandir(target) if not e.name.startswith(DATASET_PREFIX)]
+        if foreign:
+            raise UsageError(
+                f"the folder holds {foreign[0]!r}, which is not part of a sessionlens dataset; "
+                "choose a new or empty folder",
+                path=str(out),
+            )
+    parent = target.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _cannot(out, exc.strerror or str(exc)) from None
+    tmp = parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+    old = parent / f".{target.name}.{secrets.token_hex(6)}.old"
+    count = 0
+    try:
+        tmp.mkdir()
+        for rel, data in parts:
+            path = tmp / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            count += 1
+        if target.exists():
+            os.replace(target, old)
+        os.replace(tmp, target)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if old.exists() and not target.exists():
+            with contextlib.suppress(OSError):
+                os.replace(old, target)
+        if isinstance(exc, OSError):
+            raise _cannot(out, exc.strerror or str(exc)) from None
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+    return count

@@ -286,6 +286,68 @@ def report_cmd(
     return 0
 
 
+class HistoryFormat(StrEnum):
+    md = "md"
+    html = "html"
+    json = "json"
+    parquet = "parquet"
+
+
+@app.command("history")
+def history_cmd(
+    results: Annotated[Path, typer.Argument(help="The results folder (sessions over time).")],
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write here (a folder for parquet).")
+    ] = None,
+    fmt: Annotated[
+        HistoryFormat | None,
+        typer.Option("--format", "-f", help="md (default), html, json or parquet."),
+    ] = None,
+    metric: Annotated[
+        list[str] | None, typer.Option("--metric", help="A metric to trend. Repeatable.")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No verdict summary.")] = False,
+) -> int:
+    """Trend every session under a results folder: change points, the newest judged."""
+    from . import _output
+    from .errors import InputError
+    from .history import load_history
+    from .render import history as render
+
+    kind = resolve_format(fmt.value if fmt else None, out, ("md", "html", "json", "parquet"), "md")
+    if kind == "parquet" and out is None:
+        raise UsageError("--format parquet needs --out DIR")
+    data = load_history(results, metric or [])
+    if out is not None:  # a file inside a session would become one of its inputs
+        inside = [f for f in data.folders if f == out.resolve() or f in out.resolve().parents]
+        if inside:
+            raise UsageError("refusing to write inside a session of the history", path=str(out))
+    h = data.history
+    for d in h.diagnostics:
+        if d.level != "info" or not quiet:
+            _err(str(d))
+    if not h.sessions:
+        raise InputError(
+            "no session found: no committed report, no sessionlens.toml", path=str(results)
+        )
+    if kind == "parquet":
+        assert out is not None
+        names = [s.session for s in h.sessions if s.analysed]
+        _output.write_dataset(out, render.dataset_parts(names, data.samples))
+    else:
+        text = render.render_history(h, kind)
+        if out is not None:
+            _output.write_atomic(out, text)
+        else:
+            sys.stdout.write(text)
+    if not quiet:
+        for line in render.summary_lines(h):
+            _err(line)
+        if out is not None:
+            _err(f"wrote {out}")
+    return 0
+
+
 @app.command("check")
 def check_cmd(
     paths: Annotated[

@@ -115,6 +115,12 @@ CODES: dict[str, tuple[Level, str]] = {
         "measured throughput exceeds the ceiling: cycle time, acceptance length or the "
         "throughput kind does not fit",
     ),
+    # --- history (DESIGN §10) ---
+    "history-no-report": ("info", "a session with a manifest and no committed report"),
+    "history-outside": ("warning", "a report names a session outside the results folder"),
+    "history-unreadable-session": ("warning", "a session of the history cannot be analysed"),
+    "history-undated": ("info", "no date for a session: ordered by its folder name"),
+    "few-sessions": ("info", "too few sessions in the regimes to judge the newest one"),
 }
 
 

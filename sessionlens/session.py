@@ -176,6 +176,28 @@ def digest(entries: Sequence[tuple[str, str]]) -> str:
     return "sha256:" + h.hexdigest()
 
 
+def inputs_digest(path: Path) -> str:
+    """The inputs digest of a session folder without parsing it: every input the walk finds
+    (the manifest's `exclude` applied) hashed as `load_session` hashes it. An unreadable
+    file or manifest counts as its name alone, so the digest still changes with it."""
+    manifest_path = path / _discover.MANIFEST
+    exclude: Sequence[str] = ()
+    if manifest_path.is_file():
+        try:
+            exclude = load(manifest_path).exclude
+        except ManifestError:
+            exclude = ()
+    files, _ = _discover.walk(path, exclude)
+    entries: list[tuple[str, str]] = []
+    for f in files:
+        rel = PurePosixPath(f.relative_to(path).as_posix()).as_posix()
+        try:
+            entries.append((rel, _hash_file(f)))
+        except OSError:
+            entries.append((rel, "unreadable"))
+    return digest(entries)
+
+
 def _size(path: Path) -> int:
     try:
         return path.stat().st_size

@@ -116,9 +116,11 @@ def nightly(
     seed: int = 1,
     commit: bool = True,
     night_noise: float = 0.01,
+    reports: bool = True,
 ) -> list[Path]:
-    """A results repository of nights (one per value of each config's levels), each
-    committed at 02:00 UTC of its day when `commit` (`root` becomes a git repository)."""
+    """A results repository of nights (one per value of each config's levels), each with
+    its report (unless not `reports`) and committed at 02:00 UTC of its day when `commit`
+    (`root` becomes a git repository)."""
     root.mkdir(parents=True, exist_ok=True)
     if commit:
         git(root, "init", "-q", "-b", "main")
@@ -127,7 +129,8 @@ def nightly(
     folders = []
     for i in range(count):
         day = start + timedelta(days=i)
-        folder = night(root, day, {k: v[i] for k, v in levels.items()}, rng, night_noise)
+        tonight = {k: v[i] for k, v in levels.items()}
+        folder = night(root, day, tonight, rng, night_noise, report=reports)
         folders.append(folder)
         if commit:
             git(root, "add", "-A")

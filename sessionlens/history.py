@@ -275,12 +275,12 @@ def _utc(text: str) -> datetime | None:
     return d
 
 
-def commit_dates(root: Path) -> dict[Path, datetime]:
-    """The commit date (UTC) of the last commit touching each file under `root`, as
-    `git log -1 --format=%cI -- FILE` gives it, from one `git log` over the folder; {} when
-    git is missing or `root` is in no repository."""
+def commit_dates(root: Path, files: Sequence[Path]) -> dict[Path, datetime]:
+    """The commit date (UTC) of the last commit touching each of `files`, as
+    `git log -1 --format=%cI -- FILE` gives it, from one `git log` over `root`; {} when git
+    is missing or `root` is in no repository. Keys are the files as given."""
     git = shutil.which("git")
-    if git is None:
+    if git is None or not files:
         return {}
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
 
@@ -296,7 +296,12 @@ def commit_dates(root: Path) -> dict[Path, datetime]:
     top = run("rev-parse", "--show-toplevel")
     if top is None:
         return {}
-    top_dir = Path(os.fsdecode(top.rstrip(b"\n")))
+    top_dir = Path(os.path.realpath(os.fsdecode(top.rstrip(b"\n"))))
+    wanted: dict[bytes, Path] = {}
+    for f in files:
+        real = Path(os.path.realpath(f))
+        if real.is_relative_to(top_dir):
+            wanted[os.fsencode(real.relative_to(top_dir).as_posix())] = f
     out = run("log", "-z", "--format=%x01%cI", "--name-only", "--", ".")
     if out is None:
         return {}
@@ -307,8 +312,11 @@ def commit_dates(root: Path) -> dict[Path, datetime]:
         if when is None:
             continue
         for name in names.lstrip(b"\n").split(b"\x00"):
-            if name:
-                dates.setdefault(Path(os.path.realpath(top_dir / os.fsdecode(name))), when)
+            got = wanted.get(name)
+            if got is not None and got not in dates:
+                dates[got] = when
+        if len(dates) == len(wanted):
+            break
     return dates
 
 
@@ -336,14 +344,6 @@ def _manifest_folders(root: Path) -> Iterator[Path]:
             yield Path(folder)
 
 
-def _inside(path: Path, folder: Path) -> bool:
-    try:
-        path.relative_to(folder)
-    except ValueError:
-        return False
-    return True
-
-
 def find_sessions(root: Path, diags: list[dg.Diagnostic]) -> list[_Found]:
     """Every session under `root`: those its committed reports name (`check.find_reports`,
     the report's recorded args kept), then folders with a manifest and no report."""
@@ -354,7 +354,7 @@ def find_sessions(root: Path, diags: list[dg.Diagnostic]) -> list[_Found]:
     for rep in find_reports(root):
         shown = rep.path.relative_to(root).as_posix()
         folder = Path(os.path.realpath(rep.session_dir))
-        if not _inside(folder, real_root):
+        if not folder.is_relative_to(real_root):
             diags.append(
                 dg.make(
                     "history-outside",
@@ -378,7 +378,7 @@ def find_sessions(root: Path, diags: list[dg.Diagnostic]) -> list[_Found]:
         )
     for folder in _manifest_folders(root):
         real = Path(os.path.realpath(folder))
-        if real in found or any(_inside(real, f) for f in found):
+        if real in found or any(real.is_relative_to(f) for f in found):
             continue
         found[real] = _Found(real, None, None, ())
         diags.append(
@@ -627,13 +627,13 @@ def load_history(
             samples[name] = frame if store.unwritable or not cache else (store, key)
         when = _utc(facts.log_date) if facts.log_date else None
         reads.append(_Read(found, name, facts, when, "logs" if when else "folder"))
-    if any(r.date is None and r.found.report is not None for r in reads):
-        dates = commit_dates(root)
+    undated = [r.found.report for r in reads if r.date is None and r.found.report is not None]
+    if undated:
+        dates = commit_dates(root, undated)
         for r in reads:
-            if r.date is None and r.found.report is not None:
-                got = dates.get(Path(os.path.realpath(r.found.report)))
-                if got is not None:
-                    r.date, r.date_from = got, "commit"
+            got = dates.get(r.found.report) if r.found.report is not None else None
+            if r.date is None and got is not None:
+                r.date, r.date_from = got, "commit"
     store.prune()
     # ordered by date; sessions without one (no log date, no commit: the one just made) last
     reads.sort(key=lambda r: (r.date is None, r.date or datetime.min, r.name))
@@ -716,11 +716,15 @@ def build_series(
                 by_point = [(load, by[m]) for load, by in c.points.items() if m in by]
                 if by_point:
                     for load, lv in by_point:
-                        if lv.mean is not None:
+                        if _usable(lv):
                             levels.setdefault((c.name, m, load), []).append((r, lv))
-                elif m in c.metrics and c.metrics[m].mean is not None:
+                elif m in c.metrics and _usable(c.metrics[m]):
                     levels.setdefault((c.name, m, None), []).append((r, c.metrics[m]))
     return [_series(key, found, min_effect) for key, found in levels.items() if len(found) >= 2]
+
+
+def _usable(lv: _Level) -> bool:
+    return lv.mean is not None and math.isfinite(lv.mean)
 
 
 def _date(r: _Read) -> str | None:

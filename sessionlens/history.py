@@ -401,7 +401,49 @@ def _name(folder: Path, root: Path) -> str:
 # ---------------------------------------------------------------- reading a session, cached
 
 
-def _cache_key(found: _Found) -> str:
+class _Hashes:
+    """The sha256 of input files, remembered in the cache by their stat (size, mtime, ctime,
+    inode) as git's index does, so that an unchanged file is not read again. A file changed
+    in the last seconds is not remembered (its next change could keep its times)."""
+
+    FILE = "hashes.json"
+    RACY_S = 2.0
+
+    def __init__(self, cache: _Cache) -> None:
+        self.cache = cache
+        self.seen: dict[str, list[int | str]] = {}
+        self.used: dict[str, list[int | str]] = {}
+        if cache.enabled:
+            with contextlib.suppress(OSError, ValueError, TypeError):
+                data = json.loads((cache.folder / self.FILE).read_bytes())
+                if isinstance(data, dict) and data.get("version") == CACHE_VERSION:
+                    self.seen = dict(data["files"])
+
+    def __call__(self, path: Path) -> str:
+        import time
+
+        from .session import hash_file
+
+        st = os.stat(path)
+        stamp: list[int | str] = [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+        name = os.path.realpath(path)
+        old = self.seen.get(name)
+        if old is not None and old[:4] == stamp and isinstance(old[4], str):
+            self.used[name] = old
+            return old[4]
+        sha = hash_file(path)
+        if time.time() - max(st.st_mtime_ns, st.st_ctime_ns) / 1e9 > self.RACY_S:
+            self.used[name] = [*stamp, sha]
+        return sha
+
+    def save(self) -> None:
+        if self.cache.enabled and self.used != self.seen and self.cache.folder.is_dir():
+            with contextlib.suppress(OSError):
+                doc = {"version": CACHE_VERSION, "files": self.used}
+                self.cache._write(self.FILE, json.dumps(doc).encode())
+
+
+def _cache_key(found: _Found, hashes: _Hashes) -> str:
     from .session import inputs_digest
 
     manifest = found.folder / "sessionlens.toml"
@@ -412,7 +454,7 @@ def _cache_key(found: _Found) -> str:
     facts = {
         "cache": CACHE_VERSION,
         "sessionlens": __version__,
-        "inputs": inputs_digest(found.folder),
+        "inputs": inputs_digest(found.folder, hashes),
         "manifest": manifest_sha,
         "baseline": found.baseline,
         "hypotheses": list(found.hypotheses),
@@ -595,13 +637,14 @@ def load_history(
     diags: list[dg.Diagnostic] = []
     real_root = Path(os.path.realpath(root))
     store = _Cache(root, cache)
+    hashes = _Hashes(store)
     reads: list[_Read] = []
     samples: dict[str, tuple[_Cache, str] | pl.DataFrame] = {}
     skipped: list[HistorySession] = []
     for found in find_sessions(root, diags):
         name = _name(found.folder, real_root)
         report = found.report.relative_to(root).as_posix() if found.report else None
-        key = _cache_key(found)
+        key = _cache_key(found, hashes)
         facts = store.get(key)
         if facts is not None:
             samples[name] = (store, key)
@@ -635,6 +678,7 @@ def load_history(
             if r.date is None and got is not None:
                 r.date, r.date_from = got, "commit"
     store.prune()
+    hashes.save()
     # ordered by date; sessions without one (no log date, no commit: the one just made) last
     reads.sort(key=lambda r: (r.date is None, r.date or datetime.min, r.name))
     for r in reads:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
@@ -176,10 +176,12 @@ def digest(entries: Sequence[tuple[str, str]]) -> str:
     return "sha256:" + h.hexdigest()
 
 
-def inputs_digest(path: Path) -> str:
+def inputs_digest(path: Path, hash_file: Callable[[Path], str] | None = None) -> str:
     """The inputs digest of a session folder without parsing it: every input the walk finds
-    (the manifest's `exclude` applied) hashed as `load_session` hashes it. An unreadable
-    file or manifest counts as its name alone, so the digest still changes with it."""
+    (the manifest's `exclude` applied) hashed as `load_session` hashes it (or by `hash_file`,
+    which must give the same sha256). An unreadable file counts as its name alone, so the
+    digest still changes with it."""
+    hasher = hash_file or _hash_file
     manifest_path = path / _discover.MANIFEST
     exclude: Sequence[str] = ()
     if manifest_path.is_file():
@@ -192,7 +194,7 @@ def inputs_digest(path: Path) -> str:
     for f in files:
         rel = PurePosixPath(f.relative_to(path).as_posix()).as_posix()
         try:
-            entries.append((rel, _hash_file(f)))
+            entries.append((rel, hasher(f)))
         except OSError:
             entries.append((rel, "unreadable"))
     return digest(entries)
@@ -203,6 +205,11 @@ def _size(path: Path) -> int:
         return path.stat().st_size
     except OSError:
         return 0
+
+
+def hash_file(path: Path) -> str:
+    """The sha256 of a file's bytes (hex), as provenance and the inputs digest take it."""
+    return _hash_file(path)
 
 
 def _hash_file(path: Path) -> str:

@@ -1427,24 +1427,35 @@ def _hierarchical(
     return sorted(found, key=lambda c: c.index)
 
 
+def _pair_sum(sorted_values: npt.NDArray[np.float64]) -> float:
+    """Σ_{i<j} |x_i − x_j| of values in ascending order: Σ_k (2k − n − 1)·x_(k), k = 1..n."""
+    import numpy as np
+
+    n = len(sorted_values)
+    weights = 2.0 * np.arange(1, n + 1) - n - 1
+    return float(weights @ sorted_values)
+
+
 def _split_test(
     z: npt.NDArray[np.float64], at: int, alpha: float, permutations: int, seed: int
 ) -> ChangePoint:
     """The two-sample energy test of z[:at] against z[at:] by permutation of the labels, for
-    the merge of windowed change points (the distances are taken once; each permutation is
-    a matrix-vector product)."""
+    the merge of windowed change points. In one dimension every within sum is `_pair_sum`
+    of a side's values in sorted order, so the values are sorted once and a permutation (a
+    shuffle of the labels over that order) costs O(n), not O(n²)."""
     import numpy as np
 
     n = len(z)
-    d = np.abs(z[:, None] - z[None, :])
+    order = np.argsort(z, kind="stable")
+    zs = z[order]
+    total = _pair_sum(zs)
+    nx, ny = at, n - at
     rng = np.random.default_rng([seed, n, at])
 
     def q_of(mask: npt.NDArray[np.bool_]) -> float:
-        dx = d @ mask.astype(np.float64)
-        nx, ny = at, n - at
-        within_x = float(dx[mask].sum()) / 2
-        between = float(dx[~mask].sum())
-        within_y = (float(d.sum()) - 2 * within_x - 2 * between) / 2
+        within_x = _pair_sum(zs[mask])
+        within_y = _pair_sum(zs[~mask])
+        between = total - within_x - within_y
         e = (
             2 * between / (nx * ny)
             - within_x / (nx * (nx - 1) / 2)
@@ -1453,7 +1464,7 @@ def _split_test(
         return nx * ny / n * e
 
     labels = np.zeros(n, dtype=bool)
-    labels[:at] = True
+    labels[order < at] = True  # in sorted order: which values are the first side's
     q = q_of(labels)
 
     def draw() -> float:

@@ -49,6 +49,10 @@ def flat(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+def _entries(cache: Path) -> list[Path]:
+    return [p for p in cache.glob("*.json") if re.fullmatch(r"[0-9a-f]{64}\.json", p.name)]
+
+
 def _series(h: hist.History, config: str) -> hist.HistorySeries:
     return next(s for s in h.series if s.config == config and s.metric == "throughput_tok_s")
 
@@ -177,15 +181,20 @@ def test_partition_values_are_encoded(tmp_path: Path) -> None:
 
 
 def test_cache_is_used_and_safe_to_delete(dozen: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hist._Hashes, "RACY_S", -1.0)  # the fixture's files are seconds old
     first = hist.history(dozen)
     cache = dozen / hist.CACHE_DIR
     assert (cache / ".gitignore").read_text().endswith("*\n")
-    assert len(list(cache.glob("*.json"))) == 12
+    assert len(_entries(cache)) == 12
+    assert (cache / "hashes.json").is_file()  # the inputs' sha256 by their stat
 
     def no_parsing(*args: object) -> None:
         raise AssertionError("parsed again")
 
     monkeypatch.setattr(hist, "_analyse", no_parsing)
+    assert hist.history(dozen) == first
+    # a file whose stat still matches is not read again for its sha256
+    monkeypatch.setattr("sessionlens.session.hash_file", no_parsing)
     assert hist.history(dozen) == first
     monkeypatch.undo()
     shutil.rmtree(cache)
@@ -204,7 +213,7 @@ def test_a_changed_input_is_read_again(tmp_path: Path) -> None:
     )
     after = hist.history(root)
     assert before.sessions[2].inputs_digest != after.sessions[2].inputs_digest
-    assert len(list((root / hist.CACHE_DIR).glob("*.json"))) == 3  # the stale entry pruned
+    assert len(_entries(root / hist.CACHE_DIR)) == 3  # the stale entry pruned
 
 
 def test_a_session_folder_itself(tmp_path: Path) -> None:

@@ -219,3 +219,16 @@ def test_pooled_cv():
     cv, df = stats.pooled_cv([(0.02, 2.0), (0.04, 6.0)])
     assert df == 8.0
     assert cv == pytest.approx(math.sqrt((2 * 0.0004 + 6 * 0.0016) / 8))
+
+
+def test_split_test_statistic_is_the_energy_statistic():
+    rng = np.random.default_rng(12)
+    z = rng.normal(0, 1, 40)
+    z[25:] += 1.5
+    got = stats._split_test(z, 25, 0.05, 199, 1)
+    assert got.index == 25
+    assert got.q == pytest.approx(stats.energy_statistic(z[:25], z[25:]))
+    assert got.p_value == pytest.approx(1 / 200)
+    xs = np.sort(rng.normal(0, 1, 17))
+    brute = sum(abs(a - b) for i, a in enumerate(xs) for b in xs[i + 1 :])
+    assert stats._pair_sum(xs) == pytest.approx(brute)

@@ -304,6 +304,36 @@ def test_text_plot_marks_the_change_point_and_the_newest(dozen: Path) -> None:
     assert plot[-2].endswith("2026-03-12")
 
 
+@pytest.mark.parametrize("name", ["history.md.j2", "history.html.j2"])
+def test_templates_render_under_strict_undefined(dozen: Path, name: str) -> None:
+    from sessionlens.render.base import environment
+    from sessionlens.render.history_view import build
+
+    empty = hist.History(sessionlens_version=__version__, results="results", series=[])
+    for h in (hist.history(dozen), empty):
+        text = environment().get_template(name).render(view=build(h), body="", html=False)
+        assert text.strip()
+    text = environment().get_template(name).render(view=build(empty), body="", html=False)
+    assert "nothing to trend yet" in text or name.endswith("html.j2")
+
+
+def test_names_from_folders_are_escaped(tmp_path: Path) -> None:
+    from sessionlens.render.history import render_history
+
+    root = tmp_path / "results"
+    levels = {"baseline": [82.0, 82.5, 81.9], "eagle3": [60.0, 60.2, 59.8]}
+    for folder in nightly(root, levels, commit=False, reports=False):
+        folder.rename(folder.with_name(folder.name + "|<script>"))
+    h = hist.history(root)
+    assert h.sessions[0].session == "2026-03-01|<script>"
+    md = render_history(h, "md")
+    assert "| 2026-03-01\\|\\<script\\> |" in md
+    assert "<script>" not in md
+    page = render_history(h, "html")
+    assert "<script>" not in page
+    assert "2026-03-01|&lt;script&gt;" in page
+
+
 @pytest.mark.parametrize("fmt", ["md", "json"])
 def test_golden_history(dozen: Path, fmt: str, update_golden: bool, capsys) -> None:
     assert main(["history", str(dozen), "--format", fmt]) == 0

@@ -121,6 +121,7 @@ CODES: dict[str, tuple[Level, str]] = {
     "history-unreadable-session": ("warning", "a session of the history cannot be analysed"),
     "history-undated": ("info", "no date for a session: ordered by its folder name"),
     "few-sessions": ("info", "too few sessions in the regimes to judge the newest one"),
+    "unknown-direction": ("info", "a metric whose better direction is unknown: higher is taken"),
 }
 
 

@@ -47,6 +47,7 @@ THROUGHPUT = ("throughput_tok_s", "output_throughput_tok_s", "gen_throughput_tok
 DEFAULT_MIN_EFFECT = 0.02
 ALPHA = 0.05
 
+W_UNKNOWN_DIRECTION = "unknown-direction"  # judged as if higher were better
 LatestVerdict = Literal["regression", "improvement", "no-change"]
 DateFrom = Literal["logs", "commit", "folder"]
 
@@ -893,7 +894,7 @@ def _latest(
     r = stats.predict_ratio(regime, values[-1], noise, ALPHA)
     warnings = [] if noise.df >= 1 else [stats.W_FEW_SESSIONS]
     if better is None:
-        warnings.append("unknown-direction")
+        warnings.append(W_UNKNOWN_DIRECTION)
     return Latest(
         verdict=judge(r.ci_low, r.ci_high, better, min_effect),
         change=r.change,

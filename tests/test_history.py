@@ -118,6 +118,32 @@ def test_dates_from_logs_win(tmp_path: Path) -> None:
     ]
 
 
+def test_judge_and_too_few_sessions() -> None:
+    from sessionlens import stats
+    from sessionlens.diagnostics import CODES
+
+    assert hist.judge(-0.10, -0.03, "higher", 0.02) == "regression"
+    assert hist.judge(-0.10, -0.03, "lower", 0.02) == "improvement"  # latency fell
+    assert hist.judge(0.03, 0.10, "higher", 0.02) == "improvement"
+    assert hist.judge(-0.03, 0.10, "higher", 0.02) == "no-change"
+    assert hist.judge(-0.10, -0.01, "higher", 0.02) == "no-change"  # not beyond δ
+    assert hist.judge(None, None, "higher", 0.02) == "no-change"
+    # one session before the newest: no session-to-session noise to judge with
+    noise = stats.regime_noise([100.0], [])
+    got = hist._latest([100.0, 80.0], [], noise, ["a", "b"], None, 0.02)
+    assert (got.verdict, got.ci_low, got.change) == ("no-change", None, pytest.approx(-0.2))
+    assert got.warnings == [stats.W_FEW_SESSIONS, hist.W_UNKNOWN_DIRECTION]
+    used = [
+        stats.W_FEW_SESSIONS,
+        hist.W_UNKNOWN_DIRECTION,
+        "history-no-report",
+        "history-outside",
+        "history-unreadable-session",
+        "history-undated",
+    ]
+    assert [c for c in used if c not in CODES] == []
+
+
 def test_parse_date() -> None:
     assert hist.parse_date("2026-03-10 12:58:04") == datetime(2026, 3, 10, 12, 58, 4)
     assert hist.parse_date("2026-03-10T12:58:04.123") == datetime(2026, 3, 10, 12, 58, 4)
@@ -355,3 +381,26 @@ def test_golden_history(dozen: Path, fmt: str, update_golden: bool, capsys) -> N
             "launches",
         }
         assert set(series["latest"]) >= {"verdict", "change", "ci_low", "ci_high"}
+
+
+def test_broken_and_outside_sessions_are_noted(tmp_path: Path) -> None:
+    root = tmp_path / "results"
+    nightly(root, {"baseline": [82.0, 82.4], "eagle3": [60.0, 60.3]}, commit=False)
+    broken = root / "broken"
+    broken.mkdir()
+    (broken / "sessionlens.toml").write_text("[configs.x]\npaths = 5\n")
+    (tmp_path / "elsewhere").mkdir()
+    stray = root / "stray"
+    stray.mkdir()
+    header = {"sessionlens_version": "0.1.0", "session": "../../elsewhere", "args": {}}
+    (stray / "report.md").write_text(f"<!-- sessionlens: {json.dumps(header)} -->\n")
+    h = hist.history(root)
+    codes = [(d.code, d.file) for d in h.diagnostics]
+    assert ("history-outside", "stray/report.md") in codes
+    assert ("history-unreadable-session", "broken") in codes
+    assert [(s.session, s.analysed) for s in h.sessions] == [
+        ("2026-03-01", True),
+        ("2026-03-02", True),
+        ("broken", False),
+    ]
+    assert len(h.series) == 2  # the readable sessions still make their series

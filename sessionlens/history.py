@@ -17,8 +17,6 @@ import math
 import os
 import re
 import secrets
-import shutil
-import subprocess
 import tomllib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -278,21 +276,21 @@ def _utc(text: str) -> datetime | None:
 
 def commit_dates(root: Path, files: Sequence[Path]) -> dict[Path, datetime]:
     """The commit date (UTC) of the last commit touching each of `files`, as
-    `git log -1 --format=%cI -- FILE` gives it, from one `git log` over `root`; {} when git
-    is missing or `root` is in no repository. Keys are the files as given."""
-    git = shutil.which("git")
-    if git is None or not files:
+    `git log -1 --format=%cI -- FILE` gives it, from one `git log` over `root` (run by
+    `_git`, the one place that runs a program); {} when git is missing or `root` is in no
+    repository. Keys are the files as given."""
+    from . import _git
+
+    if not files:
         return {}
+    # not a commit's environment (GIT_DIR, GIT_INDEX_FILE of a hook): the repository of root
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
 
     def run(*args: str) -> bytes | None:
         try:
-            done = subprocess.run(
-                [git, *args], cwd=root, env=env, capture_output=True, check=False, timeout=120
-            )
-        except (OSError, subprocess.SubprocessError):
+            return _git.run(args, root, env)
+        except _git.GitError:
             return None
-        return done.stdout if done.returncode == 0 else None
 
     top = run("rev-parse", "--show-toplevel")
     if top is None:

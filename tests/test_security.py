@@ -89,10 +89,39 @@ def test_the_package_has_no_eval_exec_pickle_or_yaml() -> None:
                     else [node.module or ""]
                 )
                 for mod in names:
-                    if mod.split(".")[0] in FORBIDDEN_MODULES:
+                    if mod.split(".")[0] in FORBIDDEN_MODULES and not (
+                        mod == "subprocess" and where == GIT_RUNNER
+                    ):
                         found.append(f"{where}:{node.lineno}: import {mod}")
     assert found == []
     assert len(_package_files()) > 20  # the scan saw the package
+
+
+# The one exception: `history` reads the commit dates of reports with git (DESIGN §10;
+# the gate's `check` inside a commit reads the staged versions with it, DESIGN §8).
+GIT_RUNNER = Path("sessionlens") / "_git.py"
+
+
+def test_the_only_program_run_is_git_without_a_shell() -> None:
+    """`_git.py` runs one program, found as `git`, with an argument list and no shell."""
+    tree = ast.parse((ROOT / GIT_RUNNER).read_text(encoding="utf-8"))
+    calls = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id in ("subprocess", "shutil", "os")
+    ]
+    described = sorted(f"{c.func.value.id}.{c.func.attr}" for c in calls)  # type: ignore[attr-defined]
+    assert described == ["shutil.which", "subprocess.run"]  # no os.system, no Popen
+    which = next(c for c in calls if c.func.attr == "which")  # type: ignore[attr-defined]
+    assert ast.literal_eval(which.args[0]) == "git"
+    run = next(c for c in calls if c.func.attr == "run")  # type: ignore[attr-defined]
+    assert isinstance(run.args[0], ast.List)
+    assert ast.unparse(run.args[0].elts[0]) == "exe"  # the `shutil.which("git")` result
+    keywords = {k.arg: ast.unparse(k.value) for k in run.keywords}
+    assert keywords["shell"] == "False"
 
 
 def _ast_only(call: ast.Call) -> bool:

@@ -41,7 +41,7 @@ import numpy as np  # noqa: E402
 
 from tests.history_gen import MANIFEST, bench_log  # noqa: E402
 
-GENERATOR_VERSION = 1  # bump when the generated sessions change (cached folders are keyed on it)
+GENERATOR_VERSION = 2  # bump when the generated sessions change (cached folders are keyed on it)
 
 SERVER_ARGS = (
     "server_args=ServerArgs(model_path='meta-llama/Llama-3.1-8B-Instruct', tp_size=1, "

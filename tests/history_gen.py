@@ -2,7 +2,7 @@
 
 A night is a session folder `RESULTS/<date>/` with a `sessionlens.toml`, a config sub-folder
 per config holding one launch's `bench.log` (the seed's `bench-stdout` client: five runs of
-2048 tokens), and the `report.md` that `sessionlens report` makes of it, committed with the
+about 2048 tokens, as tests/simulate.py writes it), and the `report.md` that `sessionlens report` makes of it, committed with the
 night's date (`GIT_COMMITTER_DATE`), as a nightly job that runs the benchmark, writes the
 report and commits both leaves it. Our own numbers: a config's level per night is given, each
 night off by `night_noise` (a CV) and each run by `run_noise`.
@@ -14,12 +14,13 @@ import math
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 
 from sessionlens.cli import main
+from tests import simulate
 
 MANIFEST = """\
 title = "Nightly: EAGLE-3 against the plain model ({night})"
@@ -42,33 +43,19 @@ min_effect = 0.05
 
 
 def bench_log(level: float, rng: np.random.Generator, run_noise: float, runs: int = 5) -> str:
-    """A `bench-stdout` client's output: `runs` runs around `level` tok/s."""
-    lines = [
-        "Benchmarking http://localhost:8000",
-        f"  max_tokens=2048, num_runs={runs}, warmup=2",
-        "",
-        "  Warmup 1/2 done (41 tokens)",
-        "  Warmup 2/2 done (41 tokens)",
-        "",
-    ]
-    total_tok, total_s = 0, 0.0
-    for i in range(1, runs + 1):
-        rate = level * (1 + run_noise * rng.normal())
-        tokens = 2048
-        secs = round(tokens / rate, 2)
-        prompt = int(rng.integers(26, 35))
-        lines.append(
-            f"  Run {i}/{runs}: {tokens} tokens in {secs:.2f}s = {tokens / secs:.1f} tok/s "
-            f"(prompt: {prompt} toks)"
-        )
-        total_tok += tokens
-        total_s += secs
-    lines += [
-        "",
-        "  ========== Results ==========",
-        f"  Overall: {total_tok} tokens in {total_s:.2f}s = {total_tok / total_s:.1f} tok/s",
-    ]
-    return "\n".join(lines) + "\n"
+    """A `bench-stdout` client's output: `runs` runs around `level` tok/s (the calibration
+    simulator's client, tests/simulate.py, at that level)."""
+    ctx = simulate.LaunchContext(
+        config="",
+        index=1,
+        multiplier=1.0,
+        scenario=simulate.Scenario(name="nightly", within_cv=run_noise, runs=runs),
+        start=datetime(2026, 1, 1),
+        bench_level=level,
+        server_level=level,
+        settings={},
+    )
+    return simulate.bench_stdout(rng, ctx)
 
 
 def git(repo: Path, *args: str, when: str | None = None) -> None:

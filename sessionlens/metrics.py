@@ -246,6 +246,8 @@ _PATTERNS: list[tuple[re.Pattern[str], str, Better, Combine]] = [
     (re.compile(r"position_acceptance_rate_\d+"), "fraction", "higher", "mean"),
     # custom percentiles (`--metric-percentiles 80,99.5` prints P80, P99.5 rows)
     (re.compile(r"(ttft|tpot|itl|e2e_latency)_ms_p\d+"), "ms", "lower", "mean"),
+    # `vllm bench latency --output-json`: its `percentiles` object may hold any whole percentile
+    (re.compile(r"total_latency_s_p\d{1,2}"), "s", "lower", "mean"),
 ]
 
 # Fallback by suffix, for names a third-party parser adds without registering them.

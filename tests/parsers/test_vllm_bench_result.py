@@ -177,3 +177,19 @@ def test_sniff() -> None:
     assert detect('{\n    "avg_latency": 1.5,\n    "latencies": [\n', "x.json") == (
         "vllm-bench-result"
     )
+
+
+def test_any_whole_percentile_is_a_known_latency_metric() -> None:
+    # found by the CI fuzz run: a `percentiles` key of "11" made an unregistered metric
+    from sessionlens import metrics
+
+    doc = {"avg_latency": 1.88, "latencies": [1.87, 1.89], "percentiles": {"11": 1.87, "50": 1.88}}
+    r = parse_text(json.dumps(doc), path="latency.json")
+    assert values(r, "total_latency_s_p11") == [1.87]
+    text = parse_text(
+        "Avg latency: 1.88 seconds\n33% percentile latency: 1.862 seconds\n", path="l.log"
+    )
+    assert values(text, "total_latency_s_p33") == [1.862]
+    for name in ("total_latency_s_p11", "total_latency_s_p33"):
+        assert metrics.is_known(name)
+        assert (metrics.get(name).unit, metrics.get(name).better) == ("s", "lower")

@@ -32,22 +32,42 @@ def is_non_input(rel: PurePosixPath, exclude: Sequence[str] = ()) -> bool:
     return any(fnmatch.fnmatchcase(text, pattern) for pattern in exclude)
 
 
+def _skipped(rel: str, name: str, exclude: Sequence[str]) -> bool:
+    """`is_non_input` for an entry whose folders the walk already let through (none of them
+    is a dot-folder), on strings: no per-entry path object, so a deep tree stays linear."""
+    if name.startswith("."):
+        return True
+    lower = name.lower()
+    if name == MANIFEST or lower.endswith(".md") or lower.startswith(("readme", "report.")):
+        return True
+    return any(fnmatch.fnmatchcase(rel, pattern) for pattern in exclude)
+
+
+def _within(real: str, root_real: str) -> bool:
+    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
+
+
 def walk(
     root: Path, exclude: Sequence[str] = (), display_root: str | None = None
 ) -> tuple[list[Path], list[dg.Diagnostic]]:
-    """Input files under `root`, sorted by their posix path relative to it."""
-    found: list[Path] = []
+    """Input files under `root`, sorted by their posix path relative to it.
+
+    A symbolic link that resolves inside `root` is walked or read as its target; one that
+    leaves it is an `outside-session` diagnostic and is never opened (DESIGN §8). The walk is
+    linear in the entries: real paths are carried down the folders (only a link costs a
+    `realpath`), and the folders on the way down are one set.
+    """
+    found: list[tuple[str, Path]] = []
     diags: list[dg.Diagnostic] = []
     shown = display_root if display_root is not None else str(root)
+    root_real = os.path.realpath(root)
 
-    def rel_of(p: Path) -> PurePosixPath:
-        return PurePosixPath(p.relative_to(root).as_posix())
-
-    def listing(folder: Path) -> list[os.DirEntry[str]]:
+    def listing(folder: str, rel: str) -> list[os.DirEntry[str]]:
         try:
-            return sorted(os.scandir(folder), key=lambda e: e.name)
+            with os.scandir(folder) as it:
+                return sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            where = rel_of(folder).as_posix() if folder != root else shown
+            where = rel.rstrip("/") or shown
             diags.append(
                 dg.make(
                     "unreadable-file", where, None, f"cannot list the folder: {exc.strerror or exc}"
@@ -56,53 +76,85 @@ def walk(
             return []
 
     # Depth first in name order, with a stack of open listings (no recursion: any depth
-    # of nested folders is walked).
-    stack: list[tuple[Iterator[os.DirEntry[str]], frozenset[str]]] = [
-        (iter(listing(root)), frozenset({os.path.realpath(root)}))
+    # of nested folders is walked). Each level: its entries, its relative prefix, its real path.
+    stack: list[tuple[Iterator[os.DirEntry[str]], str, str]] = [
+        (iter(listing(str(root), "")), "", root_real)
     ]
+    ancestors = {root_real}
     while stack:
-        entries, ancestors = stack[-1]
+        entries, prefix, folder_real = stack[-1]
         entry = next(entries, None)
         if entry is None:
             stack.pop()
+            ancestors.discard(folder_real)
             continue
-        path = Path(entry.path)
-        rel = rel_of(path)
-        if is_non_input(rel, exclude):
+        rel = prefix + entry.name
+        if _skipped(rel, entry.name, exclude):
             continue
         try:
-            mode = os.stat(path).st_mode  # follows links
+            is_link = entry.is_symlink()
+        except OSError:
+            is_link = False
+        if is_link:
+            real = os.path.realpath(entry.path)
+            if not _within(real, root_real):
+                diags.append(_outside(rel, entry.path))
+                continue
+        else:
+            real = os.path.join(folder_real, entry.name)
+        try:
+            if is_link:
+                mode = os.stat(entry.path).st_mode  # the target's
+            elif entry.is_dir(follow_symlinks=False):  # the listing's file type: no syscall
+                mode = stat.S_IFDIR
+            elif entry.is_file(follow_symlinks=False):
+                mode = stat.S_IFREG
+            else:
+                mode = entry.stat(follow_symlinks=False).st_mode
         except OSError as exc:
-            diags.append(_unstattable(rel.as_posix(), entry.is_symlink(), exc))
+            diags.append(_unstattable(rel, is_link, exc))
             continue
         if stat.S_ISDIR(mode):
-            real = os.path.realpath(path)
             if real in ancestors:
                 diags.append(
                     dg.make(
                         "symlink-loop",
-                        rel.as_posix(),
+                        rel,
                         None,
                         "this link leads back to a folder that holds it; not followed",
                     )
                 )
                 continue
-            stack.append((iter(listing(path)), ancestors | {real}))
+            stack.append((iter(listing(entry.path, rel + "/")), rel + "/", real))
+            ancestors.add(real)
         elif stat.S_ISREG(mode):
-            found.append(path)
+            found.append((rel, Path(entry.path)))
         else:
             # a FIFO would block the read forever, a device may never end: not inputs
             diags.append(
                 dg.make(
                     "unreadable-file",
-                    rel.as_posix(),
+                    rel,
                     None,
-                    f"not a regular file ({_kind(mode)}); not read",
+                    f"not a regular file ({kind(mode)}); not read",
                 )
             )
 
-    found.sort(key=lambda p: rel_of(p).as_posix())
-    return found, diags
+    found.sort(key=lambda item: item[0])
+    return [path for _, path in found], diags
+
+
+def _outside(rel: str, path: str) -> dg.Diagnostic:
+    try:
+        target = display(os.readlink(path))
+    except OSError:
+        target = "an unreadable target"
+    return dg.make(
+        "outside-session",
+        rel,
+        None,
+        f"this link leads outside the session (to {target}); not read",
+    )
 
 
 def _unstattable(rel: str, is_link: bool, exc: OSError) -> dg.Diagnostic:
@@ -113,7 +165,19 @@ def _unstattable(rel: str, is_link: bool, exc: OSError) -> dg.Diagnostic:
     return dg.make("unreadable-file", rel, None, f"cannot read: {exc.strerror or exc}")
 
 
-def _kind(mode: int) -> str:
+def display(text: str) -> str:
+    """A path for text output: bytes of a name that are not UTF-8 (held as surrogate escapes,
+    as `os.fsdecode` gives them) shown as `\\xNN`; the name itself stays bytes-faithful."""
+    if text.isascii():
+        return text
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate that is no escaped byte
+        return text.encode("utf-8", "backslashreplace").decode("ascii")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def kind(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "a named pipe"
     if stat.S_ISSOCK(mode):

@@ -26,6 +26,7 @@ CODES: dict[str, tuple[Level, str]] = {
     "non-utf8": ("warning", "bytes that are not UTF-8 were replaced"),
     "unreadable-file": ("error", "the file cannot be read"),
     "symlink-loop": ("error", "a symbolic link loops back on its own folder"),
+    "outside-session": ("warning", "a symbolic link leads outside the session; it is not read"),
     "unassigned-input": ("warning", "no config takes this input"),
     "server-error": ("error", "the server log records an error"),
     "confound": ("warning", "compared configs differ in more than the hypothesis names"),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -36,9 +38,36 @@ def need_program(name: str) -> str:
     pytest.skip(f"{name} is not installed (it is installed by .ci/run)")
 
 
+# What the code under test opens: an audit hook (they cannot be removed, so it records only
+# while a test holds the `opened` fixture). "open" covers open() and os.open(); listings are
+# os.scandir / os.listdir.
+_OPENED: list[str] | None = None
+
+
+def _audit(event: str, args: tuple[object, ...]) -> None:
+    if _OPENED is None or event not in ("open", "os.scandir", "os.listdir"):
+        return
+    path = args[0] if args else None
+    if isinstance(path, str | bytes | os.PathLike):
+        _OPENED.append(os.path.abspath(os.fsdecode(path)))
+
+
+sys.addaudithook(_audit)
+
+
+@pytest.fixture
+def opened() -> Iterator[list[str]]:
+    """Absolute paths of every file opened and folder listed during the test."""
+    global _OPENED
+    _OPENED = []
+    try:
+        yield _OPENED
+    finally:
+        _OPENED = None
+
+
 # Hypothesis: derandomised in CI (DESIGN §9), no per-example deadline (CI machines stall).
 import warnings  # noqa: E402
-from collections.abc import Iterator  # noqa: E402
 
 from hypothesis import settings  # noqa: E402
 

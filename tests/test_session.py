@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -173,3 +174,95 @@ def test_a_manifest_config_that_gets_no_file_is_said(tmp_path: Path) -> None:
     s = load_session(tmp_path)
     empty = [d for d in s.diagnostics if d.code == "empty-config"]
     assert [d.message.split(" ")[1] for d in empty] == ["dup", "none"]
+
+
+# ---------------------------------------------------------------- symlinks (issue 19, case 5)
+
+
+def test_a_link_inside_the_session_is_read_as_its_target(tmp_path: Path) -> None:
+    root = make(tmp_path / "s", {"a/run.log": SEED, "b/real/run.log": SEED})
+    os.symlink("../a/run.log", root / "b" / "same.log")
+    os.symlink("real", root / "b" / "linked")
+    s = load_session(root)
+    assert [src.path for src in s.sources] == [
+        "a/run.log",
+        "b/linked/run.log",
+        "b/real/run.log",
+        "b/same.log",
+    ]
+    assert [d for d in s.diagnostics if d.code in ("outside-session", "unreadable-file")] == []
+
+
+def test_a_link_leaving_the_session_is_never_read(tmp_path: Path, opened: list[str]) -> None:
+    outside = make(tmp_path / "outside", {"run.log": SEED})
+    root = make(tmp_path / "s", {"a/run.log": SEED, "b/run.log": SEED})
+    os.symlink("/proc/self/environ", root / "b" / "env.log")
+    os.symlink("/etc", root / "b" / "etc")
+    os.symlink("../../outside/run.log", root / "b" / "copy.log")
+    os.symlink(outside, root / "c")
+    os.symlink("/nowhere/at/all.log", root / "b" / "gone.log")
+    opened.clear()
+    s = load_session(root)
+    assert [str(d) for d in s.diagnostics if d.code == "outside-session"] == [
+        "b/copy.log: warning: this link leads outside the session (to ../../outside/run.log); not read [outside-session]",
+        "b/env.log: warning: this link leads outside the session (to /proc/self/environ); not read [outside-session]",
+        "b/etc: warning: this link leads outside the session (to /etc); not read [outside-session]",
+        "b/gone.log: warning: this link leads outside the session (to /nowhere/at/all.log); not read [outside-session]",
+        f"c: warning: this link leads outside the session (to {outside}); not read [outside-session]",
+    ]
+    assert [src.path for src in s.sources] == ["a/run.log", "b/run.log"]
+    assert [p for p in opened if p.startswith(("/proc", "/etc", str(outside)))] == []
+
+
+# ---------------------------------------------------------------- scale (issue 19, case 14)
+
+
+@pytest.fixture
+def deep_root(tmp_path: Path) -> Iterator[Path]:
+    """A folder for a tree deeper than PATH_MAX: in memory where /dev/shm is (on a disk
+    with `discard`, removing 2,100 folders waits seconds for the journal), and removed with
+    `rm -r`, which walks it iteratively (pytest's own cleanup recurses and fails on it, for
+    every later run on the machine)."""
+    import subprocess
+    import tempfile
+
+    shm = Path("/dev/shm")
+    root = Path(tempfile.mkdtemp(dir=shm)) if os.access(shm, os.W_OK) else tmp_path / "deep"
+    root.mkdir(exist_ok=True)
+    try:
+        yield root
+    finally:
+        subprocess.run(["rm", "-rf", "--", str(root)], check=True)
+
+
+def test_a_2100_level_tree_is_walked_in_linear_time(
+    deep_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each folder's real path is carried down, not asked of the file system: a realpath per
+    folder made a 2,100-level tree take 104 s (each call walks every level above it)."""
+    from sessionlens import _discover
+
+    fd = os.open(deep_root, os.O_RDONLY)
+    for depth in range(1, 2101):
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+        if depth == 1000:
+            os.close(os.open("run.log", os.O_WRONLY | os.O_CREAT, dir_fd=fd))
+    os.close(fd)
+    calls: list[str] = []
+    real = os.path.realpath
+
+    def counting(path: str) -> str:
+        calls.append(path)
+        return real(path)
+
+    monkeypatch.setattr(os.path, "realpath", counting)
+    found, diags = _discover.walk(deep_root)
+    assert len(calls) == 1  # the root's, and no link to resolve
+    assert [p.relative_to(deep_root).as_posix() for p in found] == ["d/" * 1000 + "run.log"]
+    # past PATH_MAX the system cannot list a folder: said, not hidden
+    assert [(d.code, d.message) for d in diags] == [
+        ("unreadable-file", "cannot list the folder: File name too long")
+    ]

@@ -367,7 +367,8 @@ def check_cmd(
     for r in bad:
         for f in r.findings:
             _err(str(f))
-        _err(f"{r.report}: to regenerate it, run: {r.fix}")
+        if r.advice:
+            _err(f"{r.report}: {r.advice}")
     if bad:
         return 1
     n = len(results)

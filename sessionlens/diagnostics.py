@@ -123,6 +123,19 @@ CODES: dict[str, tuple[Level, str]] = {
     "history-undated": ("info", "no date for a session: ordered by its folder name"),
     "few-sessions": ("info", "too few sessions in the regimes to judge the newest one"),
     "unknown-direction": ("info", "a metric whose better direction is unknown: higher is taken"),
+    # --- `check` findings (DESIGN §8; always errors: the gate fails closed) ---
+    "stale-inputs": ("error", "the session's inputs changed since the report was written"),
+    "changed-verdict": ("error", "a verdict of the committed report differs from the data's"),
+    "changed-number": ("error", "a number of the committed report differs from a fresh one"),
+    "changed-text": ("error", "the committed report's text differs from a fresh one"),
+    "missing-session": ("error", "the session folder a report names does not exist"),
+    "bad-manifest": ("error", "the session's sessionlens.toml is malformed"),
+    "unreadable-session": ("error", "the session a report names cannot be analysed"),
+    "bad-header": ("error", "a report's sessionlens header is damaged, missing or misplaced"),
+    "outside-repository": ("error", "a report's header names a session outside the repository"),
+    "report-is-link": ("error", "a committed report is a symbolic link; it is not followed"),
+    "unreadable-report": ("error", "a committed report cannot be read (or is too big)"),
+    "git-failed": ("error", "the staged changes of a commit cannot be read"),
 }
 
 

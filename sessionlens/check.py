@@ -642,10 +642,13 @@ def check_report(rep: Committed, scope: _Scope) -> CheckResult:
             Finding(shown, f"cannot analyse its session: {exc.message}", "unreadable-session", None)
         )
         return result
+    manifest = scope.show(rep.session_dir / _discover.MANIFEST)
     for d in session.diagnostics:
         if d.code in BLOCKING_CODES:
             where = scope.show(rep.session_dir / d.file) if d.file else session_shown
-            result.findings.append(Finding(where, d.message, d.code, d.line))
+            # the fix a message names is in the session's manifest, wherever check runs
+            message = d.message.replace(f" in {_discover.MANIFEST}", f" in {manifest}")
+            result.findings.append(Finding(where, message, d.code, d.line))
             result.advice = _input_advice(fix)
     if len(session.columns) == 0:
         result.findings.append(

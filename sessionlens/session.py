@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import json
+import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
@@ -220,6 +222,29 @@ def _hash_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def _exclude(rel: str) -> str:
+    """The `sessionlens.toml` line that leaves one input out (its glob characters escaped)."""
+    glob = "".join(f"[{c}]" if c in "*?[" else c for c in rel)
+    return f"exclude = [{json.dumps(glob, ensure_ascii=False)}] in sessionlens.toml"
+
+
+def _settle(d: dg.Diagnostic, rel: str, config: str) -> dg.Diagnostic:
+    """An input no parser recognises names both ways to settle it (DESIGN §8): it is no log,
+    so leave it out; or it is one, so pin its config's format."""
+    if d.code != "unknown-format" or d.file != rel:
+        return d
+    what, _, hint = d.message.partition("; ")
+    if "`exclude`" in hint:  # a kind of file that is no log (binary, an archive, ...)
+        return d.model_copy(update={"message": f"{what}; leave it out: {_exclude(rel)}"})
+    table = config if re.fullmatch(r"[A-Za-z0-9_-]+", config) else json.dumps(config)
+    return d.model_copy(
+        update={
+            "message": f"{what}; if it is not a log, leave it out: {_exclude(rel)}; if it is "
+            f'one, pin its format in [configs.{table}] (format = "<format id>")'
+        }
+    )
+
+
 def _matches(rel: str, patterns: Sequence[str]) -> bool:
     for pattern in patterns:
         p = pattern.strip("/")
@@ -250,12 +275,10 @@ def load_session(
     rels = [PurePosixPath(f.relative_to(root).as_posix()).as_posix() for f in files]
 
     assign: dict[str, str | None] = {}
-    if manifest is not None:
+    # a manifest may hold only `exclude` (DESIGN §8): then sub-folders are the configs
+    named = manifest is not None and bool(manifest.configs)
+    if manifest is not None and named:
         configs = list(manifest.configs)
-        if not configs:
-            raise ManifestError(
-                "the manifest names no config ([configs.NAME])", path=str(manifest_path)
-            )
         for rel in rels:
             assign[rel] = next((c.name for c in configs if _matches(rel, c.paths)), None)
     else:
@@ -308,12 +331,17 @@ def load_session(
                 digest_entries.append((rel, sha))
                 sources.append(SourceInfo(path=rel, format=None, sha256=sha))
                 where = (
-                    "no config's paths match it"
-                    if manifest is not None
-                    else "it sits beside the config sub-folders"
+                    "no config's paths match it; add it to a config's paths"
+                    if named
+                    else "it sits beside the config sub-folders; move it into a config's folder"
                 )
                 diags.append(
-                    dg.make("unassigned-input", rel, None, f"no config takes this input: {where}")
+                    dg.make(
+                        "unassigned-input",
+                        rel,
+                        None,
+                        f"no config takes this input: {where}, or leave it out: {_exclude(rel)}",
+                    )
                 )
                 continue
             info, file_diags = parse_path(
@@ -325,11 +353,11 @@ def load_session(
                 progress=advance,
             )
             sources.append(info)
-            diags.extend(file_diags)
+            diags.extend(_settle(d, rel, config) for d in file_diags)
             if info.sha256:
                 digest_entries.append((rel, info.sha256))
 
-    if manifest is not None and rels:
+    if named and rels:
         taken_by = {name for name in assign.values() if name is not None}
         for spec in configs:
             if spec.name not in taken_by:
@@ -368,6 +396,14 @@ def load_session(
         taken.add(f"H{number}")
         hyps.append(parse_hypothesis(text, f"H{number}"))
     names = [c.name for c in configs]
+    for h in hyps:
+        for role, name in (("baseline", h.baseline), ("candidate", h.candidate)):
+            if h.origin == "manifest" and not named and name not in names:  # folder configs
+                raise ManifestError(
+                    f"unknown config {name!r} in {role} (configs: {', '.join(names) or 'none'})",
+                    path=str(manifest_path),
+                    line=h.line,
+                )
     if baseline is not None and baseline not in names:
         raise UsageError(f"--baseline {baseline!r} is not a config (configs: {', '.join(names)})")
     for h in hyps:

@@ -811,3 +811,30 @@ def test_every_finding_code_is_in_the_catalog() -> None:
     codes.add("unreadable-report")  # _Refused's default
     assert len(codes) > 12
     assert sorted(c for c in codes if c not in CODES) == []
+
+
+def test_an_unknown_input_is_a_finding_that_names_its_fix_and_exclude_alone_is_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Case 6: a notes.txt in a config locked the user out: `check` said "run sessionlens
+    report", which cannot fix it, and a sessionlens.toml holding only `exclude` was refused
+    ("names no config")."""
+    repo = gate_repo(tmp_path / "repo", capsys)
+    (repo / "one" / "a" / "notes.txt").write_text("launched with --mem-fraction 0.8\n")
+    monkeypatch.chdir(repo)
+    code, out, err = run(capsys, "check")
+    assert (code, out) == (1, "")
+    assert err.splitlines()[0] == (
+        "one/a/notes.txt: error: no parser recognises this file (1 line); if it is not a log, "
+        'leave it out: exclude = ["a/notes.txt"] in one/sessionlens.toml; if it is one, pin '
+        'its format in [configs.a] (format = "<format id>") [unknown-format]'
+    )
+    assert err.splitlines()[-1] == (
+        "one/report.md: settle the inputs named above, then regenerate it: "
+        "sessionlens report one --out one/report.md"
+    )
+    (repo / "one" / "sessionlens.toml").write_text('exclude = ["a/notes.txt"]\n')
+    code, out, err = run(capsys, "report", "one", "--out", "one/report.md", "-q")
+    assert (code, out) == (0, "")
+    assert "notes.txt" not in err
+    assert run(capsys, "check") == (0, "sessionlens check: 2 reports fresh\n", "")

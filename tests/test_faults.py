@@ -337,10 +337,10 @@ def test_binary_files_are_unknown_not_fatal(
     assert code == 0
     # one line each, not a line for its NULs and another for its bytes that are not UTF-8
     assert [ln for ln in err.splitlines() if "a.out" in ln or "plot.png" in ln] == [
-        "cand/a.out: error: an executable, not a text log; leave it out with `exclude` in "
-        "sessionlens.toml [unknown-format]",
-        "cand/plot.png: error: a PNG image, not a text log; leave it out with `exclude` in "
-        "sessionlens.toml [unknown-format]",
+        'cand/a.out: error: an executable, not a text log; leave it out: exclude = ["cand/a.out"] '
+        "in sessionlens.toml [unknown-format]",
+        "cand/plot.png: error: a PNG image, not a text log; leave it out: "
+        'exclude = ["cand/plot.png"] in sessionlens.toml [unknown-format]',
     ]
     sources = {s["path"]: s for s in json.loads(out)["sources"]}  # in the digest all the same
     assert sources["cand/plot.png"]["sha256"] == hashlib.sha256(png.read_bytes()).hexdigest()

@@ -54,7 +54,8 @@ def test_file_beside_config_folders_is_unassigned(tmp_path: Path) -> None:
     diags = [str(d) for d in s.diagnostics]
     assert (
         "stray.log: warning: no config takes this input: it sits beside the config "
-        "sub-folders [unassigned-input]"
+        "sub-folders; move it into a config's folder, or leave it out: "
+        'exclude = ["stray.log"] in sessionlens.toml [unassigned-input]'
     ) in diags
     assert "stray.log" in [src.path for src in s.sources]  # still in the digest
     assert "stray.log" not in set(s.columns.source)
@@ -266,3 +267,25 @@ def test_a_2100_level_tree_is_walked_in_linear_time(
     assert [(d.code, d.message) for d in diags] == [
         ("unreadable-file", "cannot list the folder: File name too long")
     ]
+
+
+# ---------------------------------------------------------------- a manifest of `exclude` only
+
+
+def test_a_manifest_may_hold_only_exclude(tmp_path: Path) -> None:
+    """Issue 19, case 6: it was refused ("the manifest names no config")."""
+    root = make(tmp_path, {"a/run.log": SEED, "b/run.log": SEED, "b/notes.txt": "why\n"})
+    (root / "sessionlens.toml").write_text('exclude = ["*/notes.txt"]\n')
+    s = load_session(root)
+    assert [c.name for c in s.configs] == ["a", "b"]
+    assert [src.path for src in s.sources] == ["a/run.log", "b/run.log"]
+    assert [d.code for d in s.diagnostics if d.level != "info"] == ["truncated-output"] * 2
+    (root / "sessionlens.toml").write_text(
+        'exclude = ["*/notes.txt"]\n\n[[hypotheses]]\nbaseline = "a"\ncandidate = "c"\n'
+    )
+    with pytest.raises(ManifestError) as err:
+        load_session(root)
+    assert str(err.value) == (
+        f"{root / 'sessionlens.toml'}:3: error: unknown config 'c' in candidate "
+        "(configs: a, b) [manifest]"
+    )

@@ -59,7 +59,7 @@ def walk(
     """
     found: list[tuple[str, Path]] = []
     diags: list[dg.Diagnostic] = []
-    shown = display_root if display_root is not None else str(root)
+    shown = display_root if display_root is not None else display(str(root))
     root_real = os.path.realpath(root)
 
     def listing(folder: str, rel: str) -> list[os.DirEntry[str]]:
@@ -67,7 +67,7 @@ def walk(
             with os.scandir(folder) as it:
                 return sorted(it, key=lambda e: e.name)
         except OSError as exc:
-            where = rel.rstrip("/") or shown
+            where = display(rel.rstrip("/")) or shown
             diags.append(
                 dg.make(
                     "unreadable-file", where, None, f"cannot list the folder: {exc.strerror or exc}"
@@ -98,7 +98,7 @@ def walk(
         if is_link:
             real = os.path.realpath(entry.path)
             if not _within(real, root_real):
-                diags.append(_outside(rel, entry.path))
+                diags.append(_outside(display(rel), entry.path))
                 continue
         else:
             real = os.path.join(folder_real, entry.name)
@@ -112,14 +112,14 @@ def walk(
             else:
                 mode = entry.stat(follow_symlinks=False).st_mode
         except OSError as exc:
-            diags.append(_unstattable(rel, is_link, exc))
+            diags.append(_unstattable(display(rel), is_link, exc))
             continue
         if stat.S_ISDIR(mode):
             if real in ancestors:
                 diags.append(
                     dg.make(
                         "symlink-loop",
-                        rel,
+                        display(rel),
                         None,
                         "this link leads back to a folder that holds it; not followed",
                     )
@@ -134,7 +134,7 @@ def walk(
             diags.append(
                 dg.make(
                     "unreadable-file",
-                    rel,
+                    display(rel),
                     None,
                     f"not a regular file ({kind(mode)}); not read",
                 )

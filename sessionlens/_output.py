@@ -12,6 +12,7 @@ import contextlib
 import os
 import secrets
 import stat
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -41,9 +42,30 @@ def _cannot(out: Path, reason: str) -> RenderError:
     return RenderError(f"cannot write: {reason}", path=str(out))
 
 
+def _encode(text: str) -> bytes:
+    """UTF-8; a lone surrogate (a file name's non-UTF-8 byte that escaped being shown as
+    `\\xNN` upstream) is written escaped, never a UnicodeEncodeError."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        from ._discover import display
+
+        return display(text).encode("utf-8", "backslashreplace")
+
+
+def write_stdout(text: str) -> None:
+    """Text to stdout, escaped as `_encode` does when it cannot be encoded as it is."""
+    try:
+        sys.stdout.write(text)
+    except UnicodeEncodeError:  # raised before anything is written: the text is encoded whole
+        from ._discover import display
+
+        sys.stdout.write(display(text).encode("utf-8", "backslashreplace").decode("utf-8"))
+
+
 def write_atomic(out: Path, data: str | bytes) -> None:
     """Write text or bytes to `out` atomically (a special file is written through)."""
-    raw = data.encode("utf-8") if isinstance(data, str) else data
+    raw = _encode(data) if isinstance(data, str) else data
     try:
         st = os.stat(out)  # follows a link: a link to a file is written at its target
     except (FileNotFoundError, NotADirectoryError):  # the folder checks below say which

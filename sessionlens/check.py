@@ -550,6 +550,10 @@ def _session_of(path: Path, header: dict[str, Any], scope: _Scope) -> Path | Fin
         )
     boundary, where = scope.boundary(path)
     lexical = Path(os.path.normpath(path.parent / ref))
+    if "\\x" in ref and not os.path.lexists(lexical):
+        # `report` writes a name's bytes that are not UTF-8 as \xNN: read them back
+        raw = re.sub(r"\\x([89a-f][0-9a-f])", lambda m: chr(0xDC00 + int(m[1], 16)), ref)
+        lexical = Path(os.path.normpath(path.parent / raw))
     if not _inside(lexical, boundary):
         return Finding(
             shown,

@@ -150,12 +150,15 @@ def parse_cmd(
             raise UsageError("no such file or folder", path=str(given))
         if given.is_dir():
             found, walk_diags = _discover.walk(given)
-            diags.extend(d.model_copy(update={"file": str(given / d.file)}) for d in walk_diags)
+            diags.extend(
+                d.model_copy(update={"file": _discover.display(str(given)) + "/" + d.file})
+                for d in walk_diags
+            )
             if not found and not walk_diags:
-                diags.append(_empty_folder(str(given)))
-            paths.extend((p, str(p)) for p in found)
+                diags.append(_empty_folder(_discover.display(str(given))))
+            paths.extend((p, _discover.display(str(p))) for p in found)
         else:
-            paths.append((given, str(given)))
+            paths.append((given, _discover.display(str(given))))
     if out is not None:
         _output.refuse_inputs(out, [p for p, _ in paths])
     columns = SampleColumns()
@@ -163,7 +166,7 @@ def parse_cmd(
     total = sum(p.stat().st_size for p, _ in paths if p.is_file())
     with progress_bar(total) as advance:  # stderr, a terminal, work of over a second only
         for path, shown in paths:
-            config = path.resolve().parent.name
+            config = _discover.display(path.resolve().parent.name)
             info, file_diags = parse_path(
                 path, config=config, source=shown, columns=columns, format=pin, progress=advance
             )
@@ -190,7 +193,7 @@ def parse_cmd(
     if out is not None:
         _output.write_atomic(out, text)
     else:
-        sys.stdout.write(text)
+        _output.write_stdout(text)
     return 0
 
 
@@ -209,12 +212,14 @@ def session_ref(logdir: Path, out: Path | None) -> str:
     """LOGDIR relative to the report's folder (DESIGN §7 header), as a posix path."""
     import os
 
+    from ._discover import display
+
     base = out.resolve().parent if out is not None else Path.cwd().resolve()
     try:
         rel = os.path.relpath(logdir.resolve(), base)
     except ValueError:  # another drive
         rel = str(logdir.resolve())
-    return Path(rel).as_posix()
+    return display(Path(rel).as_posix())  # `check` reads a `\xNN` back as that byte
 
 
 def _import_meanwhile(*modules: str) -> None:
@@ -274,7 +279,7 @@ def report_cmd(
     if out is not None:
         _output.write_atomic(out, text)
     else:
-        sys.stdout.write(text)
+        _output.write_stdout(text)
     for d in analysis.diagnostics:
         if d.level != "info" or not quiet:
             _err(str(d))

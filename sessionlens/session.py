@@ -171,10 +171,13 @@ class Session:
 
 
 def digest(entries: Sequence[tuple[str, str]]) -> str:
-    """`sha256:` of the lines `<posix path>\\t<sha256>\\n`, sorted by path (DESIGN §7)."""
+    """`sha256:` of the lines `<posix path>\\t<sha256>\\n`, sorted by path (DESIGN §7).
+
+    A path is its bytes as the file system has them: a name that is not UTF-8 (held as
+    surrogate escapes) hashes as its own bytes, and the sort is by those bytes."""
     h = hashlib.sha256()
-    for rel, sha in sorted(entries):
-        h.update(f"{rel}\t{sha}\n".encode())
+    for raw, sha in sorted((rel.encode("utf-8", "surrogateescape"), sha) for rel, sha in entries):
+        h.update(raw + f"\t{sha}\n".encode())
     return "sha256:" + h.hexdigest()
 
 
@@ -270,9 +273,13 @@ def load_session(
     manifest_path = root / _discover.MANIFEST
     manifest: Manifest | None = None
     if manifest_path.is_file():
-        manifest = load(manifest_path, shown=str(manifest_path))
-    files, diags = _discover.walk(root, manifest.exclude if manifest else (), str(root))
-    rels = [PurePosixPath(f.relative_to(root).as_posix()).as_posix() for f in files]
+        manifest = load(manifest_path, shown=_discover.display(str(manifest_path)))
+    where = _discover.display(str(root))
+    files, diags = _discover.walk(root, manifest.exclude if manifest else (), where)
+    # names as the file system has them (bytes-faithful, for the digest), and as text
+    # outputs show them: bytes that are not UTF-8 as \xNN (DESIGN §7, issue 19)
+    raw_rels = [PurePosixPath(f.relative_to(root).as_posix()).as_posix() for f in files]
+    rels = [_discover.display(r) for r in raw_rels]
 
     assign: dict[str, str | None] = {}
     # a manifest may hold only `exclude` (DESIGN §8): then sub-folders are the configs
@@ -288,7 +295,7 @@ def load_session(
             for rel in rels:
                 assign[rel] = rel.split("/", 1)[0] if "/" in rel else None
         else:
-            name = root.resolve().name or "session"
+            name = _discover.display(root.resolve().name) or "session"
             configs = [ConfigSpec(name=name, label=name, paths=["*"])]
             for rel in rels:
                 assign[rel] = name
@@ -296,7 +303,7 @@ def load_session(
                 diags.append(
                     dg.make(
                         "single-config",
-                        str(root),
+                        where,
                         None,
                         "all inputs sit in one folder, so they form one config; put each config's "
                         "files in its own sub-folder (or name configs in sessionlens.toml) to "
@@ -304,7 +311,7 @@ def load_session(
                     )
                 )
     if not rels and not diags:
-        diags.append(dg.make("empty-folder", str(root), None, "the folder holds no input file"))
+        diags.append(dg.make("empty-folder", where, None, "the folder holds no input file"))
 
     spec_by_name = {c.name: c for c in configs}
     columns = SampleColumns()
@@ -312,7 +319,7 @@ def load_session(
     digest_entries: list[tuple[str, str]] = []
     # a bar on stderr for big sessions (only on a terminal, after about a second)
     with progress_bar(sum(_size(f) for f in files), enabled=progress) as advance:
-        for file, rel in zip(files, rels, strict=True):
+        for file, rel, raw in zip(files, rels, raw_rels, strict=True):
             config = assign[rel]
             if config is None:
                 try:
@@ -328,7 +335,7 @@ def load_session(
                         )
                     )
                     continue
-                digest_entries.append((rel, sha))
+                digest_entries.append((raw, sha))
                 sources.append(SourceInfo(path=rel, format=None, sha256=sha))
                 where = (
                     "no config's paths match it; add it to a config's paths"
@@ -355,7 +362,7 @@ def load_session(
             sources.append(info)
             diags.extend(_settle(d, rel, config) for d in file_diags)
             if info.sha256:
-                digest_entries.append((rel, info.sha256))
+                digest_entries.append((raw, info.sha256))
 
     if named and rels:
         taken_by = {name for name in assign.values() if name is not None}
@@ -401,7 +408,7 @@ def load_session(
             if h.origin == "manifest" and not named and name not in names:  # folder configs
                 raise ManifestError(
                     f"unknown config {name!r} in {role} (configs: {', '.join(names) or 'none'})",
-                    path=str(manifest_path),
+                    path=_discover.display(str(manifest_path)),
                     line=h.line,
                 )
     if baseline is not None and baseline not in names:
@@ -424,9 +431,11 @@ def load_session(
             msg = f"metric {h.metric!r} of hypothesis {h.id} is in no config (metrics: {have})"
             if h.origin == "cli":
                 raise UsageError(msg)
-            raise ManifestError(msg, path=str(manifest_path), line=h.metric_line)
+            raise ManifestError(msg, path=_discover.display(str(manifest_path)), line=h.metric_line)
 
-    title = (manifest.title if manifest and manifest.title else None) or root.resolve().name
+    title = (manifest.title if manifest and manifest.title else None) or _discover.display(
+        root.resolve().name
+    )
     return Session(
         root=root,
         title=title,

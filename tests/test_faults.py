@@ -673,3 +673,51 @@ def test_control_characters_in_names_cannot_break_lines_or_drive_the_terminal(
     assert "\x1b" not in err
     assert "\x07" not in err
     one_line(err, r"run\\n\\x1b\[2J\\x1b\]0;owned\\x07\.log: error: no parser recognises this file")
+
+
+def test_names_that_are_not_utf8_are_hashed_as_bytes_and_shown_escaped(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 19, case 7: `caf\\xe9.log` (Latin-1 bytes) crashed `report` and `check` with exit
+    3 (UnicodeEncodeError in the digest), and `parse --format csv` in polars."""
+    session = tmp_path / "s"
+    seed = SEED.read_bytes()
+    for folder, name in ((b"a", b"caf\xe9.log"), (b"caf\xe9", b"run.log"), (b"b", b"run.log")):
+        os.makedirs(os.fsencode(session) + b"/" + folder, exist_ok=True)
+        with open(os.fsencode(session) + b"/" + folder + b"/" + name, "wb") as fh:
+            fh.write(seed)
+    (tmp_path / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "report", "s", "--format", "json", "--quiet")
+    assert code == 0
+    doc = json.loads(out)
+    assert [s["path"] for s in doc["sources"]] == [
+        "a/caf\\xe9.log",
+        "b/run.log",
+        "caf\\xe9/run.log",
+    ]
+    assert [c["name"] for c in doc["configs"]] == ["a", "b", "caf\\xe9"]
+    sha = hashlib.sha256(seed).hexdigest()
+    lines = sorted([b"a/caf\xe9.log", b"b/run.log", b"caf\xe9/run.log"])
+    expected = hashlib.sha256(b"".join(p + f"\t{sha}\n".encode() for p in lines)).hexdigest()
+    assert doc["inputs_digest"] == f"sha256:{expected}"  # the names' own bytes
+    assert "a/caf\\xe9.log:14: warning: the results section is cut" in err
+    assert run(capsys, "report", "s", "--out", "s/report.md", "--quiet")[0] == 0
+    assert "| a | a | a/caf\\\\xe9.log |" in (session / "report.md").read_text(encoding="utf-8")
+    assert run(capsys, "check") == (0, "sessionlens check: 1 report fresh\n", "")
+    with open(os.fsencode(session) + b"/a/caf\xe9.log", "ab") as fh:
+        fh.write(b"  Run 6/5: 2048 tokens in 33.00s = 62.1 tok/s (prompt: 30 toks)\n")
+    code, out, err = run(capsys, "check")
+    assert code == 1
+    assert err.splitlines()[0].startswith("s/report.md:1: error: its session's inputs changed")
+    # a session folder whose own name is not UTF-8: the header names it escaped, check reads
+    # the byte back
+    os.rename(session, os.fsencode(tmp_path) + b"/r\xe9")
+    assert run(capsys, "report", "r\udce9", "--out", "r.md", "--quiet")[0] == 0
+    assert '"session":"r\\\\xe9"' in (tmp_path / "r.md").read_text(encoding="utf-8")
+    (tmp_path / "r\udce9" / "report.md").unlink()
+    assert run(capsys, "check", "r.md") == (0, "sessionlens check: 1 report fresh\n", "")
+    for fmt in ("csv", "parquet"):
+        code, _, err = run(capsys, "parse", "r\udce9", "--format", fmt, "--out", f"x.{fmt}")
+        assert code == 0, err
+    assert "r\\xe9/a/caf\\xe9.log" in (tmp_path / "x.csv").read_text(encoding="utf-8")

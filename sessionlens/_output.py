@@ -19,7 +19,7 @@ from pathlib import Path
 from .errors import RenderError, UsageError
 
 
-def refuse_inputs(out: Path, inputs: Iterable[Path]) -> None:
+def refuse_inputs(out: Path, inputs: Iterable[Path], what: str = "an input file") -> None:
     """Exit-2 error when `out` is one of the inputs (the same file by any path or link)."""
     try:
         target = out.resolve()
@@ -35,7 +35,7 @@ def refuse_inputs(out: Path, inputs: Iterable[Path]) -> None:
         except OSError:
             continue
         if same:
-            raise UsageError("refusing to overwrite an input file with the output", path=str(out))
+            raise UsageError(f"refusing to overwrite {what} with the output", path=str(out))
 
 
 def _cannot(out: Path, reason: str) -> RenderError:

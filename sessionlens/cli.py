@@ -255,6 +255,7 @@ def report_cmd(
 ) -> int:
     """Analyse a session folder and write the decision report."""
     from . import _output
+    from ._discover import MANIFEST
     from .analysis import analyze
     from .errors import InputError
     from .render import render_report
@@ -267,6 +268,9 @@ def report_cmd(
     )
     if out is not None:
         _output.refuse_inputs(out, session.input_paths())
+        # the non-input the session reads (DESIGN §1, §2): its manifest
+        manifest = session.root / MANIFEST
+        _output.refuse_inputs(out, [manifest], "the session's sessionlens.toml")
     if len(session.columns) == 0:
         for d in session.diagnostics:
             _err(str(d))

@@ -721,3 +721,22 @@ def test_names_that_are_not_utf8_are_hashed_as_bytes_and_shown_escaped(
         code, _, err = run(capsys, "parse", "r\udce9", "--format", fmt, "--out", f"x.{fmt}")
         assert code == 0, err
     assert "r\\xe9/a/caf\\xe9.log" in (tmp_path / "x.csv").read_text(encoding="utf-8")
+
+
+def test_out_is_never_the_sessions_manifest(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 19, case 8: `report S --out S/sessionlens.toml` replaced the manifest."""
+    session = make_session(tmp_path / "s")
+    manifest = session / "sessionlens.toml"
+    manifest.write_text('title = "kept"\n')
+    (tmp_path / "alias.toml").symlink_to(manifest)
+    for out in (manifest, tmp_path / "alias.toml"):
+        code, stdout, err = run(capsys, "report", str(session), "--quiet", "--out", str(out))
+        assert (code, stdout) == (2, "")
+        assert err.splitlines()[-1] == (
+            f"{out}: error: refusing to overwrite the session's sessionlens.toml with the "
+            "output [usage]"
+        )
+        assert manifest.read_text() == 'title = "kept"\n'
+        assert leftovers(session) == []

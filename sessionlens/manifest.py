@@ -7,8 +7,11 @@ that need the data (a metric no config has) happen in `session`.
 
 from __future__ import annotations
 
+import datetime as dt
 import math
+import os
 import re
+import stat
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -22,6 +25,14 @@ Direction = Literal["increase", "decrease"]
 DEFAULT_MIN_EFFECT = 0.02
 DEFAULT_ALPHA = 0.05
 DEFAULT_METRIC = "throughput_tok_s"
+# Bounds that keep every later step finite and exact (issue 19, case 9): below MIN_ALPHA the
+# Holm levels round to 1 - 0; a larger effect or target prints as "inf"; deeper values blow
+# Python's recursion limit in the TOML parser.
+MIN_ALPHA = 1e-6
+MAX_MIN_EFFECT = 1000.0  # 100 000 %
+MAX_TARGET_TOK_S = 1e9
+MAX_DEPTH = 32
+MAX_MANIFEST_BYTES = 16 << 20
 
 TOP_KEYS = {
     "title",
@@ -96,23 +107,28 @@ class Manifest(BaseModel):
     hypotheses: list[HypothesisSpec] = Field(default_factory=list)
 
 
+_HEADER_LINE = re.compile(r"^\s*\[\[?\s*(?P<name>[^\[\]]*?)\s*\]\]?\s*(#.*)?$")
+
+
 class _Locator:
-    """Line numbers for keys and tables, found in the raw text (tomllib gives none)."""
+    """Line numbers for keys and tables, found in the raw text (tomllib gives none).
+
+    The table headers are indexed once: looking up the i-th `[[hypotheses]]` by scanning
+    from the top made a manifest of 10,000 hypotheses take 33 s to load."""
 
     def __init__(self, text: str) -> None:
         self.lines = text.split("\n")
+        self.headers: dict[str, list[int]] = {}
+        for i, line in enumerate(self.lines, 1):
+            if line.lstrip().startswith("["):
+                m = _HEADER_LINE.match(line)
+                if m is not None:
+                    name = re.sub(r"\s*\.\s*", ".", m.group("name"))
+                    self.headers.setdefault(name, []).append(i)
 
     def table(self, header: str, nth: int = 0) -> int | None:
-        pattern = re.compile(
-            r"^\s*\[\[?\s*" + re.escape(header).replace(r"\.", r"\s*\.\s*") + r"\s*\]\]?\s*(#.*)?$"
-        )
-        seen = 0
-        for i, line in enumerate(self.lines, 1):
-            if pattern.match(line):
-                if seen == nth:
-                    return i
-                seen += 1
-        return None
+        found = self.headers.get(header, [])
+        return found[nth] if nth < len(found) else None
 
     def key(self, key: str, start: int | None = None) -> int | None:
         pattern = re.compile(r"^\s*(" + re.escape(key) + r"|\"" + re.escape(key) + r"\")\s*=")
@@ -142,14 +158,97 @@ def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def load(path: Path, shown: str = "sessionlens.toml") -> Manifest:
-    """Read and validate a manifest; any problem is a `ManifestError` naming the line."""
+def _read(path: Path, shown: str, root: Path | None) -> str:
+    """The manifest's text. It must be a regular file (a link to one inside the session);
+    a folder, a device, a broken link or one leading out of the session is an error, never
+    a manifest silently ignored, and nothing but a regular file is opened."""
     try:
-        text = path.read_text(encoding="utf-8-sig")  # an editor's BOM is no TOML error
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _err(shown, None, f"cannot read the manifest: {exc}") from None
+        st = os.lstat(path)
+    except OSError as exc:
+        raise _err(shown, None, f"cannot read the manifest: {exc.strerror or exc}") from None
+    if stat.S_ISLNK(st.st_mode):
+        real = os.path.realpath(path)
+        base = os.path.realpath(root if root is not None else path.parent)
+        if real != base and not real.startswith(base.rstrip(os.sep) + os.sep):
+            raise _err(shown, None, "the manifest is a link that leads outside the session")
+        try:
+            st = os.stat(path)
+        except OSError:
+            raise _err(shown, None, "the manifest is a broken symbolic link") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise _err(shown, None, "the manifest is a folder, not a file")
+    if not stat.S_ISREG(st.st_mode):
+        raise _err(shown, None, "the manifest is not a regular file (a device, pipe or socket)")
+    if st.st_size > MAX_MANIFEST_BYTES:
+        raise _err(shown, None, f"the manifest is over 16 MB ({st.st_size:,} bytes)")
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            raw = os.read(fd, MAX_MANIFEST_BYTES + 1)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise _err(shown, None, f"cannot read the manifest: {exc.strerror or exc}") from None
+    if len(raw) > MAX_MANIFEST_BYTES:
+        raise _err(shown, None, "the manifest is over 16 MB")
+    try:
+        return raw.decode("utf-8-sig")  # an editor's BOM is no TOML error
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        bad = raw[exc.start]
+        raise _err(shown, line, f"the manifest is not UTF-8 text (byte 0x{bad:02x})") from None
+
+
+_NESTING = re.compile(r"""[\[\]{}\n#"'\\]""")
+
+
+def _too_deep(text: str) -> int | None:
+    """The line where arrays and inline tables nest deeper than MAX_DEPTH, if any (strings
+    and comments skipped, roughly: this only has to find the place tomllib would recurse)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return None
+    depth, line, quote, escaped, comment = 0, 1, "", False, False
+    for m in _NESTING.finditer(text):
+        ch = m.group()
+        if ch == "\n":
+            line += 1
+            comment = False
+            if quote == "'":
+                quote = ""
+            continue
+        if comment:
+            continue
+        if quote:
+            if escaped:
+                escaped = False
+            elif ch == "\\" and quote == '"':
+                escaped = True
+            elif ch == quote:
+                quote = ""
+            continue
+        if ch in "\"'":
+            quote = ch
+        elif ch == "#":
+            comment = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return line
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+    return None
+
+
+def load(path: Path, shown: str = "sessionlens.toml", root: Path | None = None) -> Manifest:
+    """Read and validate a manifest; any problem is a `ManifestError` naming the line."""
+    text = _read(path, shown, root)
+    deep = _too_deep(text)
+    if deep is not None:
+        raise _err(shown, deep, f"values nest deeper than {MAX_DEPTH} arrays or tables")
     try:
         data = tomllib.loads(text)
+    except RecursionError:
+        raise _err(shown, None, f"values nest deeper than {MAX_DEPTH} arrays or tables") from None
     except tomllib.TOMLDecodeError as exc:
         msg = str(exc)
         m = re.search(r"\(at line (\d+), column \d+\)", msg)
@@ -168,16 +267,19 @@ def load(path: Path, shown: str = "sessionlens.toml") -> Manifest:
     if title is not None and not isinstance(title, str):
         raise _err(shown, loc.key("title"), "title must be a string")
     alpha = data.get("alpha", DEFAULT_ALPHA)
-    if not _number(alpha) or not 0 < alpha < 0.5:
+    if not _number(alpha) or not MIN_ALPHA <= alpha < 0.5:
         raise _err(
-            shown, loc.key("alpha"), f"alpha must be a number between 0 and 0.5, not {alpha!r}"
+            shown,
+            loc.key("alpha"),
+            f"alpha must be a number from {MIN_ALPHA:.6f} to below 0.5, not {alpha!r}",
         )
     target = data.get("target_tok_s")
-    if target is not None and (not _number(target) or target <= 0):
+    if target is not None and (not _number(target) or not 0 < target <= MAX_TARGET_TOK_S):
         raise _err(
             shown,
             loc.key("target_tok_s"),
-            f"target_tok_s must be a positive number, not {target!r}",
+            f"target_tok_s must be a positive number of tok/s up to {MAX_TARGET_TOK_S:.0e}, "
+            f"not {target!r}",
         )
     exclude = data.get("exclude", [])
     if not isinstance(exclude, list) or not all(isinstance(x, str) for x in exclude):
@@ -285,11 +387,12 @@ def load(path: Path, shown: str = "sessionlens.toml") -> Manifest:
                 f'direction must be "increase" or "decrease", not {direction!r}',
             )
         min_effect = body.get("min_effect", DEFAULT_MIN_EFFECT)
-        if not _number(min_effect) or not 0 <= min_effect < math.inf:  # nan, inf
+        if not _number(min_effect) or not 0 <= min_effect <= MAX_MIN_EFFECT:  # nan, inf, 1e308
             raise _err(
                 shown,
                 loc.key("min_effect", line) or line,
-                f"min_effect must be a fraction >= 0 (0.20 for 20 %), not {min_effect!r}",
+                f"min_effect must be a fraction from 0 to {MAX_MIN_EFFECT:g} (0.20 for 20 %), "
+                f"not {min_effect!r}",
             )
         metric = body.get("metric", DEFAULT_METRIC)
         if not isinstance(metric, str) or not metric:
@@ -403,8 +506,19 @@ def _flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         if isinstance(v, dict):
             out.update(_flatten(v, key + "."))
         else:
-            out[key] = v
+            out[key] = _scalar(v)
     return out
+
+
+def _scalar(value: Any) -> Any:
+    """A setting as a JSON value (DESIGN §3): a TOML date, time or datetime as its text."""
+    if isinstance(value, dt.date | dt.time):  # datetime is a date
+        return value.isoformat()
+    if isinstance(value, list):
+        return [_scalar(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _scalar(v) for k, v in value.items()}
+    return value
 
 
 # A config name as a word, or quoted when it holds spaces (`"eagle3 decode" > base`).
@@ -435,8 +549,11 @@ def parse_hypothesis(text: str, hid: str) -> HypothesisSpec:
         raise UsageError(f"--hypothesis {text!r} compares a config with itself")
     num = m.group("num")
     min_effect = float(num) / 100 if num is not None else DEFAULT_MIN_EFFECT
-    if not math.isfinite(min_effect):  # hundreds of digits
-        raise UsageError(f"--hypothesis {text!r}: the effect after `by` is too large to use")
+    if not math.isfinite(min_effect) or min_effect > MAX_MIN_EFFECT:  # hundreds of digits
+        raise UsageError(
+            f"--hypothesis {text!r}: the effect after `by` is too large to use "
+            f"(at most {MAX_MIN_EFFECT * 100:g}%)"
+        )
     at = None
     if m.group("at"):
         pairs = m.group("at").strip()[2:].split(",")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
@@ -272,8 +273,8 @@ def load_session(
         raise UsageError("not a folder: `report` takes a session folder", path=str(path))
     manifest_path = root / _discover.MANIFEST
     manifest: Manifest | None = None
-    if manifest_path.is_file():
-        manifest = load(manifest_path, shown=_discover.display(str(manifest_path)))
+    if os.path.lexists(manifest_path):  # a folder or a broken link there is an error too
+        manifest = load(manifest_path, shown=_discover.display(str(manifest_path)), root=root)
     where = _discover.display(str(root))
     files, diags = _discover.walk(root, manifest.exclude if manifest else (), where)
     # names as the file system has them (bytes-faithful, for the digest), and as text

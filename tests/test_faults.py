@@ -740,3 +740,108 @@ def test_out_is_never_the_sessions_manifest(
         )
         assert manifest.read_text() == 'title = "kept"\n'
         assert leftovers(session) == []
+
+
+HOSTILE_MANIFESTS = {
+    "400-nested-inline-tables": (
+        "[configs.base]\n[configs.cand]\nsettings = " + "{a = " * 400 + "1" + "}" * 400 + "\n",
+        "s/sessionlens.toml:3: error: values nest deeper than 32 arrays or tables [manifest]",
+    ),
+    "5000-deep-array": (
+        "[configs.base]\nsettings = { x = " + "[" * 5000 + "1" + "]" * 5000 + " }\n",
+        "s/sessionlens.toml:2: error: values nest deeper than 32 arrays or tables [manifest]",
+    ),
+    "alpha-5e-324": (
+        "alpha = 5e-324\n",
+        "s/sessionlens.toml:1: error: alpha must be a number from 0.000001 to below 0.5, "
+        "not 5e-324 [manifest]",
+    ),
+    **{
+        f"target-{bad}": (
+            f"target_tok_s = {bad}\n",
+            "s/sessionlens.toml:1: error: target_tok_s must be a positive number of tok/s up "
+            f"to 1e+09, not {shown} [manifest]",
+        )
+        for bad, shown in (("nan", "nan"), ("inf", "inf"), ("1e308", "1e+308"))
+    },
+    "min-effect-1e308": (
+        '[[hypotheses]]\nbaseline = "base"\ncandidate = "cand"\nmin_effect = 1e308\n',
+        "s/sessionlens.toml:4: error: min_effect must be a fraction from 0 to 1000 (0.20 for "
+        "20 %), not 1e+308 [manifest]",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE_MANIFESTS))
+def test_a_hostile_manifest_is_one_error_line_exit_2_and_a_check_finding(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    case: str,
+) -> None:
+    """Issue 19, case 9: RecursionError, StatisticsError (exit 3), or a value silently
+    dropped (nan, inf) or printed as "inf" (1e308)."""
+    text, line = HOSTILE_MANIFESTS[case]
+    make_session(tmp_path / "s")
+    monkeypatch.chdir(tmp_path)
+    assert run(capsys, "report", "s", "--out", "s/report.md", "--quiet")[0] == 0
+    (tmp_path / "s" / "sessionlens.toml").write_text(text)
+    code, out, err = run(capsys, "report", "s", "--quiet")
+    assert (code, out, err) == (2, "", line + "\n")
+    monkeypatch.delenv("PRE_COMMIT", raising=False)
+    monkeypatch.delenv("GIT_INDEX_FILE", raising=False)
+    code, out, err = run(capsys, "check")
+    assert (code, out) == (1, "")
+    assert err.splitlines()[0] == line.replace("[manifest]", "[bad-manifest]")
+
+
+@pytest.mark.parametrize("kind", ["dangling-link", "folder", "link-to-dev-zero", "fifo"])
+def test_a_manifest_that_is_no_file_is_an_error_not_ignored(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    session = make_session(tmp_path / "s")
+    manifest = session / "sessionlens.toml"
+    if kind == "dangling-link":
+        manifest.symlink_to("gone.toml")
+    elif kind == "folder":
+        manifest.mkdir()
+    elif kind == "link-to-dev-zero":
+        manifest.symlink_to("/dev/zero")
+    else:
+        os.mkfifo(manifest)
+    why = {
+        "dangling-link": "the manifest is a broken symbolic link",
+        "folder": "the manifest is a folder, not a file",
+        "link-to-dev-zero": "the manifest is a link that leads outside the session",
+        "fifo": "the manifest is not a regular file (a device, pipe or socket)",
+    }[kind]
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "report", "s", "--quiet")
+    assert (code, out, err) == (2, "", f"s/sessionlens.toml: error: {why} [manifest]\n")
+
+
+def test_a_toml_datetime_setting_is_reported_as_its_text(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Issue 19, case 9: `--format json` died on the datetime (exit 3)."""
+    session = make_session(tmp_path / "s")
+    (session / "sessionlens.toml").write_text(
+        "[configs.base]\nsettings = { launched = 2025-12-01T10:00:00Z, day = 2025-12-01 }\n"
+        "[configs.cand]\n"
+    )
+    code, out, _ = run(capsys, "report", str(session), "--format", "json", "--quiet")
+    assert code == 0
+    settings = json.loads(out)["configs"][0]["settings"]
+    assert (settings["launched"], settings["day"]) == ("2025-12-01T10:00:00+00:00", "2025-12-01")
+
+
+def test_an_effect_too_large_to_print_is_refused_on_the_command_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    session = make_session(tmp_path / "s")
+    code, out, err = run(capsys, "report", str(session), "--hypothesis", "cand > base by 200000%")
+    assert (code, out) == (2, "")
+    assert err == (
+        "sessionlens: error: --hypothesis 'cand > base by 200000%': the effect after `by` is "
+        "too large to use (at most 100000%) [usage]\n"
+    )

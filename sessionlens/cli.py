@@ -8,6 +8,7 @@ the exit codes. It holds no analysis logic: every command calls functions that r
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import sys
 import traceback
@@ -95,6 +96,20 @@ def resolve_format(
     return fmt
 
 
+def out_path(given: str | None) -> Path | None:
+    """`--out` as given: `-` is stdout (None); a path ending in `/` names a folder, which a
+    report or table cannot be (`Path` would drop the slash and write a file of that name)."""
+    if given is None or given == "-":
+        return None
+    if given.endswith(("/", os.sep)):
+        raise UsageError(
+            "--out ends in /, so it names a folder; give the file to write", path=given
+        )
+    if os.path.basename(given) in (".", ".."):
+        raise UsageError("--out names a folder; give the file to write", path=given)
+    return Path(given)
+
+
 def _version_callback(value: bool) -> None:
     if value:
         sys.stdout.write(f"sessionlens {__version__}\n")
@@ -123,14 +138,15 @@ def parse_cmd(
         ParseFormat | None,
         typer.Option("--format", "-f", help="table (default), json, csv or parquet."),
     ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Write here (atomically).")
+    out_arg: Annotated[
+        str | None, typer.Option("--out", "-o", metavar="FILE", help="Write here (atomically).")
     ] = None,
     pin: Annotated[
         str | None, typer.Option("--input-format", help="Parse every file as this format id.")
     ] = None,
 ) -> int:
     """Parse log files into the tidy sample table and print a summary, JSON, CSV or Parquet."""
+    out = out_path(out_arg)
     from . import _discover, _launch, _output
     from ._progress import progress as progress_bar
     from .errors import InputError
@@ -210,8 +226,6 @@ class MathFormat(StrEnum):
 
 def session_ref(logdir: Path, out: Path | None) -> str:
     """LOGDIR relative to the report's folder (DESIGN §7 header), as a posix path."""
-    import os
-
     from ._discover import display
 
     base = out.resolve().parent if out is not None else Path.cwd().resolve()
@@ -240,7 +254,9 @@ def _import_meanwhile(*modules: str) -> None:
 @app.command("report")
 def report_cmd(
     logdir: Annotated[Path, typer.Argument(help="The session folder.")],
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="Write the report here.")] = None,
+    out_arg: Annotated[
+        str | None, typer.Option("--out", "-o", metavar="FILE", help="Write the report here.")
+    ] = None,
     fmt: Annotated[
         ReportFormat | None, typer.Option("--format", "-f", help="md (default), html or json.")
     ] = None,
@@ -254,6 +270,7 @@ def report_cmd(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No verdict summary.")] = False,
 ) -> int:
     """Analyse a session folder and write the decision report."""
+    out = out_path(out_arg)
     from . import _output
     from ._discover import MANIFEST
     from .analysis import analyze

@@ -845,3 +845,27 @@ def test_an_effect_too_large_to_print_is_refused_on_the_command_line(
         "sessionlens: error: --hypothesis 'cand > base by 200000%': the effect after `by` is "
         "too large to use (at most 100000%) [usage]\n"
     )
+
+
+@pytest.mark.parametrize("command", ["report", "parse"])
+def test_out_with_a_trailing_slash_names_a_folder(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    """Issue 19, case 16: `--out /tmp/nonexist/` wrote a file named `nonexist`."""
+    session = make_session(tmp_path / "s")
+    what = str(session) if command == "report" else str(session / "base" / "bench.log")
+    monkeypatch.chdir(tmp_path)
+    for out, why in (
+        ("nonexist/", "--out ends in /, so it names a folder; give the file to write"),
+        ("s/", "--out ends in /, so it names a folder; give the file to write"),
+        ("s/.", "--out names a folder; give the file to write"),
+    ):
+        code, stdout, err = run(capsys, command, what, "--out", out)
+        assert (code, stdout, err) == (2, "", f"{out}: error: {why} [usage]\n")
+    assert not (tmp_path / "nonexist").exists()
+    code, stdout, _ = run(capsys, command, what, "--out", "-", "--format", "json")
+    assert code == 0
+    assert json.loads(stdout)  # `--out -` is stdout (DESIGN §1)

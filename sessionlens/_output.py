@@ -9,10 +9,13 @@ through, never replaced.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
+import select
 import stat
 import sys
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -54,7 +57,9 @@ def _encode(text: str) -> bytes:
 
 
 def write_stdout(text: str) -> None:
-    """Text to stdout, escaped as `_encode` does when it cannot be encoded as it is."""
+    """Text to stdout, escaped as `_encode` does when it cannot be encoded as it is. (A pipe
+    that stops being read does not hold up SIGINT here: CPython's buffered writer runs the
+    signal handlers after each partial write, before it blocks again.)"""
     try:
         sys.stdout.write(text)
     except UnicodeEncodeError:  # raised before anything is written: the text is encoded whole
@@ -114,13 +119,43 @@ def write_atomic(out: Path, data: str | bytes) -> None:
         raise
 
 
+# How long one wait for a FIFO's reader (or for room in it) lasts before Python looks at its
+# signals again. A blocking open() or write() is not enough: polars installs a SIGINT handler
+# with SA_RESTART, so the kernel restarts the call and Ctrl-C never got through.
+_POLL_S = 0.05
+
+
 def _write_through(out: Path, raw: bytes) -> None:
-    """`/dev/stdout`, a FIFO or a device: it cannot be replaced, so write into it."""
+    """`/dev/stdout`, a FIFO or a device: it cannot be replaced, so write into it. The open
+    and every write are non-blocking, waiting in short polls: SIGINT stops them."""
+    flags = os.O_WRONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        try:
+            fd = os.open(out, flags)
+            break
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a FIFO that nobody reads yet: wait for a reader
+                time.sleep(_POLL_S)
+                continue
+            raise _cannot(out, exc.strerror or str(exc)) from None
     try:
-        with open(out, "wb") as fh:
-            fh.write(raw)
+        _write_all(fd, raw)
     except OSError as exc:
         raise _cannot(out, exc.strerror or str(exc)) from None
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, raw: bytes) -> None:
+    """Every byte to a non-blocking descriptor, polling (interruptibly) while it is full."""
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    view = memoryview(raw)
+    while view:
+        try:
+            view = view[os.write(fd, view[: 1 << 16]) :]
+        except BlockingIOError:
+            poller.poll(int(_POLL_S * 1000))
 
 
 DATASET_PREFIX = "session="  # the top folders of a hive-partitioned history dataset

@@ -869,3 +869,53 @@ def test_out_with_a_trailing_slash_names_a_folder(
     code, stdout, _ = run(capsys, command, what, "--out", "-", "--format", "json")
     assert code == 0
     assert json.loads(stdout)  # `--out -` is stdout (DESIGN §1)
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def _wait_until_idle(proc: subprocess.Popen[bytes]) -> None:
+    """Until the process has done its work and waits (its CPU time stands still)."""
+    deadline = time.monotonic() + 120
+    last = -1
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        now = _cpu_ticks(proc.pid)
+        if now == last:
+            return
+        last = now
+        time.sleep(0.5)
+    raise AssertionError("the process never came to wait")
+
+
+@pytest.mark.parametrize("where", ["fifo-nobody-opens", "fifo-nobody-reads", "stdout-nobody-reads"])
+def test_sigint_stops_a_blocked_open_or_write(tmp_path: Path, where: str) -> None:
+    """Issue 19, case 11: `report --out FIFO` with no reader could not be stopped by Ctrl-C:
+    polars installs an SA_RESTART SIGINT handler, so the blocked open() or write() was
+    restarted by the kernel and Python never ran its handler."""
+    session = _big_session(tmp_path / "s", copies=100)  # ~0.5 MB of CSV: more than a pipe holds
+    fifo = tmp_path / "out.csv"
+    os.mkfifo(fifo)
+    command = [sys.executable, "-m", "sessionlens", "parse", str(session / "base"), "-f", "csv"]
+    if where == "fifo-nobody-opens":
+        command = [sys.executable, "-m", "sessionlens", "report", str(session), "-q"]
+    if where != "stdout-nobody-reads":
+        command += ["--out", str(fifo)]
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK) if where == "fifo-nobody-reads" else -1
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+    try:
+        _wait_until_idle(proc)
+        proc.send_signal(signal.SIGINT)
+        code = proc.wait(timeout=20)  # it hung here, however long
+        assert proc.stderr is not None
+        err = proc.stderr.read().decode()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+        if reader >= 0:
+            os.close(reader)
+    assert code == 130
+    assert err.splitlines()[-1] == "sessionlens: error: interrupted [interrupted]"

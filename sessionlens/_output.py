@@ -16,8 +16,9 @@ import select
 import stat
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from .errors import RenderError, UsageError
 
@@ -61,16 +62,60 @@ def write_stdout(text: str) -> None:
     that stops being read does not hold up SIGINT here: CPython's buffered writer runs the
     signal handlers after each partial write, before it blocks again.)"""
     try:
-        sys.stdout.write(text)
-    except UnicodeEncodeError:  # raised before anything is written: the text is encoded whole
-        from ._discover import display
+        try:
+            sys.stdout.write(text)
+        except UnicodeEncodeError:  # raised before anything is written: encoded whole
+            from ._discover import display
 
-        sys.stdout.write(display(text).encode("utf-8", "backslashreplace").decode("utf-8"))
+            sys.stdout.write(display(text).encode("utf-8", "backslashreplace").decode("utf-8"))
+    except BrokenPipeError:  # `… | head`: the reader is gone, which is no error (DESIGN §1)
+        _quiet_stdout()
 
 
-def write_atomic(out: Path, data: str | bytes) -> None:
-    """Write text or bytes to `out` atomically (a special file is written through)."""
-    raw = _encode(data) if isinstance(data, str) else data
+def _quiet_stdout() -> None:
+    """Point stdout at /dev/null: what is left to write (now or at exit) goes nowhere."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+class _FdWriter:
+    """A binary file object over a descriptor for a writer that streams (polars' CSV): each
+    piece is written whole with `os.write`."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.error: OSError | None = None  # what failed, whatever the writer raises for it
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        view = memoryview(data).cast("B")
+        n = len(view)
+        try:
+            while view:
+                view = view[os.write(self.fd, view) :]
+        except OSError as exc:
+            self.error = exc
+            raise
+        return n
+
+    def flush(self) -> None:
+        pass
+
+
+Writer = Callable[[Any], None]  # streams the output into a binary file object
+
+
+def write_atomic(out: Path, data: str | bytes | Writer) -> None:
+    """Write text, bytes or what a writer streams to `out` atomically (a special file is
+    written through). A writer never holds the whole output in memory (a CSV of millions of
+    samples), except for a special file."""
+    if callable(data):
+        stream: Writer | None = data
+        raw = b""
+    else:
+        stream = None
+        raw = _encode(data) if isinstance(data, str) else data
     try:
         st = os.stat(out)  # follows a link: a link to a file is written at its target
     except (FileNotFoundError, NotADirectoryError):  # the folder checks below say which
@@ -80,6 +125,12 @@ def write_atomic(out: Path, data: str | bytes) -> None:
     if st is not None and stat.S_ISDIR(st.st_mode):
         raise _cannot(out, "the path is a folder")
     if st is not None and not stat.S_ISREG(st.st_mode):
+        if stream is not None:
+            import io
+
+            buf = io.BytesIO()
+            stream(buf)
+            raw = buf.getvalue()
         _write_through(out, raw)
         return
     target = out.resolve() if out.is_symlink() else out
@@ -94,6 +145,14 @@ def write_atomic(out: Path, data: str | bytes) -> None:
     fd = -1
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        if stream is not None:
+            writer = _FdWriter(fd)
+            try:
+                stream(writer)
+            except Exception:
+                if writer.error is not None:  # a full disk, as polars rewords it
+                    raise writer.error from None
+                raise
         view = memoryview(raw)
         while view:
             view = view[os.write(fd, view) :]

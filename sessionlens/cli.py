@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from enum import StrEnum
 from pathlib import Path
 from types import FrameType
@@ -25,6 +25,7 @@ from .errors import SessionlensError, UsageError
 
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic
+    from .model import ParseResult
 
 ISSUES_URL = "https://github.com/sessionlens/sessionlens/issues"
 
@@ -147,7 +148,7 @@ def parse_cmd(
 ) -> int:
     """Parse log files into the tidy sample table and print a summary, JSON, CSV or Parquet."""
     out = out_path(out_arg)
-    from . import _discover, _launch, _output
+    from . import _discover, _launch, _memory, _output
     from ._progress import progress as progress_bar
     from .errors import InputError
     from .model import ParseResult, SampleColumns
@@ -157,6 +158,7 @@ def parse_cmd(
     kind = resolve_format(
         fmt.value if fmt else None, out, ("table", "json", "csv", "parquet"), "table"
     )
+    _memory.can_start(_discover.display(str(files[0])) if len(files) == 1 else "the files")
     if kind == "parquet" and out is None:
         raise UsageError("--format parquet needs --out FILE")
     paths: list[tuple[Path, str]] = []
@@ -184,10 +186,16 @@ def parse_cmd(
         for path, shown in paths:
             config = _discover.display(path.resolve().parent.name)
             info, file_diags = parse_path(
-                path, config=config, source=shown, columns=columns, format=pin, progress=advance
+                path,
+                config=config,
+                source=shown,
+                columns=columns,
+                format=pin,
+                progress=_memory.feeding(advance, shown),
             )
             sources.append(info)
             diags.extend(file_diags)
+    _memory.done()
     columns.set_launches(_launch.of_sources(sources, columns))
     result = ParseResult(sources, diags, columns)
     for d in result.diagnostics:
@@ -205,12 +213,37 @@ def parse_cmd(
         result.columns.write_parquet(buf)  # streamed: no full string columns
         _output.write_atomic(out, buf.getvalue())
         return 0
-    text = {"table": parsed.to_table, "json": parsed.to_json, "csv": parsed.to_csv}[kind](result)
+    if kind == "csv":  # part by part: a CSV of millions of samples is never one string
+        if out is not None:
+
+            def write_parts(fh: Any) -> None:
+                for text in _csv(result):
+                    fh.write(text.encode())
+
+            _output.write_atomic(out, write_parts)
+        else:
+            for text in _csv(result):
+                _output.write_stdout(text)
+        return 0
+    text = {"table": parsed.to_table, "json": parsed.to_json}[kind](result)
     if out is not None:
         _output.write_atomic(out, text)
     else:
         _output.write_stdout(text)
     return 0
+
+
+def _csv(result: ParseResult) -> Iterator[str]:
+    """`parse --format csv` (the tidy rows, `render.parsed.to_csv`'s text) one part of the
+    table at a time. Each part is made into text here and written by this (the main) thread:
+    polars writing into a Python file would call it from its own threads, where SIGINT is
+    not seen until polars returns."""
+    first = True
+    for part in result.columns.frames():
+        yield part.write_csv(include_header=first)
+        first = False
+    if first:  # no part at all: the header alone, as an empty table writes it
+        yield result.samples.write_csv()
 
 
 class ReportFormat(StrEnum):
@@ -272,13 +305,15 @@ def report_cmd(
     """Analyse a session folder and write the decision report."""
     out = out_path(out_arg)
     from . import _output
-    from ._discover import MANIFEST
+    from ._discover import MANIFEST, display
+    from ._memory import can_start
     from .analysis import analyze
     from .errors import InputError
     from .render import render_report
     from .session import load_session
 
     kind = resolve_format(fmt.value if fmt else None, out, ("md", "html", "json"), "md")
+    can_start(display(str(logdir)))
     _import_meanwhile("scipy.special", "jinja2")
     session = load_session(
         logdir, baseline=baseline, hypotheses=hypothesis or [], progress=not quiet
@@ -382,8 +417,10 @@ def check_cmd(
     ] = None,
 ) -> int:
     """Check that committed reports still match their sessions (a pre-commit gate)."""
+    from ._memory import can_start
     from .check import run_check
 
+    can_start("the reports' sessions")
     given = list(paths or [])
     for p in given:
         if not p.exists() and not p.is_symlink():
@@ -483,6 +520,9 @@ def _install_handlers() -> dict[int, Any]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code of DESIGN §1 (never raises)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    from ._memory import frugal
+
+    frugal()  # under `ulimit -v`: native libraries that reserve less (before they load)
     previous = _install_handlers()
     try:
         return _main(args)
@@ -526,16 +566,38 @@ def _main(args: list[str]) -> int:
     except SessionlensError as exc:
         _err(str(exc))
         return exc.exit_code
+    except MemoryError:  # Python's own allocation failed (the guard of _memory came too late)
+        return _out_of_memory()
+    except ImportError as exc:  # a library could not map its code: no memory left either
+        if "cannot allocate memory" not in str(exc).lower() and "failed to map" not in str(exc):
+            return _internal(exc)
+        return _out_of_memory()
     except KeyboardInterrupt:
         _err(INTERRUPTED)
         return 130
     except BrokenPipeError:
         return 0
     except Exception as exc:  # a bug: one line, where to report it, a short traceback
-        _err(
-            f"sessionlens: internal error: {type(exc).__name__}: {exc} "
-            f"(this is a bug; please report it at {ISSUES_URL}) [internal]"
-        )
-        tb = traceback.format_exception(exc, limit=-4)
-        sys.stderr.write("".join(tb))
-        return 3
+        return _internal(exc)
+
+
+def _internal(exc: BaseException) -> int:
+    _err(
+        f"sessionlens: internal error: {type(exc).__name__}: {exc} "
+        f"(this is a bug; please report it at {ISSUES_URL}) [internal]"
+    )
+    tb = traceback.format_exception(exc, limit=-4)
+    sys.stderr.write("".join(tb))
+    return 3
+
+
+def _out_of_memory() -> int:
+    from ._memory import reading
+
+    what = reading()
+    _err(
+        f"sessionlens: error: not enough memory to {'read ' + what if what else 'finish'}: "
+        "an allocation failed; raise the limit (ulimit -v) or read fewer or smaller files "
+        "[memory]"
+    )
+    return 2

@@ -5,6 +5,7 @@ Hierarchy::
     SessionlensError            one user-ready line, an exit code per command
     ├── UsageError              bad command line, missing path, conflicting formats   (exit 2)
     ├── InputError              nothing readable at all, input used as --out          (exit 2)
+    │   └── OutOfMemory         the address-space limit is nearly used up             (exit 2)
     ├── ManifestError           malformed sessionlens.toml (2 for report, 1 for check)
     ├── RenderError             cannot write or render the output                     (exit 2)
     └── ParseError              strict-mode parse: the first error-level diagnostic   (exit 2)
@@ -42,6 +43,12 @@ class InputError(SessionlensError):
     """The inputs exist but give nothing to work with, or would be overwritten."""
 
     code = "input"
+
+
+class OutOfMemory(InputError):
+    """Reading would need more memory than the process may have (DESIGN §1: exit 2)."""
+
+    code = "memory"
 
 
 class ManifestError(SessionlensError):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from . import _discover, _launch, _load
+from . import _discover, _launch, _load, _memory
 from . import diagnostics as dg
 from ._progress import progress as progress_bar
 from ._settings import POOLING_KEYS, same_value
@@ -358,13 +358,14 @@ def load_session(
                 source=rel,
                 columns=columns,
                 format=spec_by_name[config].format,
-                progress=advance,
+                progress=_memory.feeding(advance, _discover.display(str(file))),
             )
             sources.append(info)
             diags.extend(_settle(d, rel, config) for d in file_diags)
             if info.sha256:
                 digest_entries.append((raw, info.sha256))
 
+    _memory.done()
     if named and rels:
         taken_by = {name for name in assign.values() if name is not None}
         for spec in configs:

@@ -919,3 +919,123 @@ def test_sigint_stops_a_blocked_open_or_write(tmp_path: Path, where: str) -> Non
             os.close(reader)
     assert code == 130
     assert err.splitlines()[-1] == "sessionlens: error: interrupted [interrupted]"
+
+
+# ---------------------------------------------------------------- memory (issue 19, case 10)
+
+
+def _memory_session(tmp_path: Path) -> Path:
+    """About 60 MB of server log (in memory where /dev/shm is: the test reads it at once)."""
+    import tempfile
+
+    shm = Path("/dev/shm")
+    root = Path(tempfile.mkdtemp(dir=shm)) if os.access(shm, os.W_OK) else tmp_path
+    (root / "s" / "base").mkdir(parents=True)
+    text = SERVER.read_bytes()
+    (root / "s" / "base" / "server.log").write_bytes(text * ((60 << 20) // len(text)))
+    return root
+
+
+@pytest.mark.parametrize("command", ["report", "parse-csv"])
+def test_out_of_memory_is_one_line_exit_2_and_nothing_half_written(
+    tmp_path: Path, command: str
+) -> None:
+    """Under `ulimit -v` a big `report` died with MemoryError and a traceback, `parse
+    --format csv` with SIGABRT (polars' allocator aborts), and OpenBLAS could hang."""
+    import resource
+    import shutil
+
+    root = _memory_session(tmp_path)
+    try:
+        out = root / ("report.md" if command == "report" else "rows.csv")
+        out.write_text(OLD)
+        args = (
+            ["report", str(root / "s"), "--out", str(out), "-q"]
+            if command == "report"
+            else ["parse", str(root / "s" / "base" / "server.log"), "-f", "csv", "--out", str(out)]
+        )
+
+        def bounded() -> None:  # 1.3 GB: more than the libraries need to start, not enough
+            resource.setrlimit(resource.RLIMIT_AS, (1300 << 20, 1300 << 20))
+
+        proc = subprocess.run(
+            [sys.executable, "-m", "sessionlens", *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=ENV,
+            check=False,
+            preexec_fn=bounded,
+        )
+        assert proc.returncode == 2, proc.stderr[-2000:]
+        assert "Traceback" not in proc.stderr
+        last = proc.stderr.splitlines()[-1]
+        assert re.fullmatch(
+            r"sessionlens: error: not enough memory to read \S+: [\d,]+ MB of the 1,300 MB "
+            r"address-space limit are in use; raise the limit \(ulimit -v\) or read fewer or "
+            r"smaller files \[memory\]",
+            last,
+        ), last
+        assert out.read_text() == OLD
+        assert leftovers(root) == []
+    finally:
+        if root != tmp_path:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_memory_guard_names_the_file_and_a_memory_error_is_no_traceback(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sessionlens import _memory
+
+    session = make_session(tmp_path / "s")
+    monkeypatch.chdir(tmp_path)
+    for key in ("OPENBLAS_NUM_THREADS", "_RJEM_MALLOC_CONF"):  # what `frugal` sets: restored
+        monkeypatch.delenv(key, raising=False)
+    used = iter([1 << 30, 1 << 30, 1946 << 20])
+    monkeypatch.setattr(_memory, "limit", lambda: 2 << 30)
+    monkeypatch.setattr(_memory, "in_use", lambda: next(used))
+    code, out, err = run(capsys, "report", "s", "--out", "s/report.md", "-q")
+    assert (code, out, err) == (
+        2,
+        "",
+        "sessionlens: error: not enough memory to read s/cand/bench.log: 1,946 MB of the "
+        "2,048 MB address-space limit are in use; raise the limit (ulimit -v) or read fewer "
+        "or smaller files [memory]\n",
+    )
+    monkeypatch.setattr(_memory, "limit", lambda: None)
+
+    def no_memory(*args: Any, **kwargs: Any) -> Any:
+        raise MemoryError
+
+    monkeypatch.setattr("sessionlens.analysis.analyze", no_memory)
+    code, out, err = run(capsys, "report", "s", "--out", "s/report.md", "-q")
+    assert (code, out, err) == (
+        2,
+        "",
+        "sessionlens: error: not enough memory to finish: an allocation failed; raise the "
+        "limit (ulimit -v) or read fewer or smaller files [memory]\n",
+    )
+    assert not (session / "report.md").exists()
+    assert leftovers(session) == []
+
+
+def test_csv_is_streamed_and_the_same_as_the_whole_table(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`parse --format csv` writes the table part by part (a CSV of millions of rows was one
+    string, twice: in polars and in Python); the bytes are `render.parsed.to_csv`'s."""
+    from sessionlens import parse_file
+    from sessionlens.render import parsed
+
+    from .fixture_cases import cases
+
+    for path in cases():
+        whole = parsed.to_csv(parse_file(path))
+        code, out, _ = run(capsys, "parse", str(path), "--format", "csv")
+        if code != 0:  # no sample at all: exit 2 either way
+            continue
+        assert out == whole, path
+        target = tmp_path / "rows.csv"
+        assert run(capsys, "parse", str(path), "--format", "csv", "--out", str(target))[0] == 0
+        assert target.read_text(encoding="utf-8") == whole, path

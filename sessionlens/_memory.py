@@ -1,0 +1,130 @@
+"""Memory limits: stop with one clear line before the address space runs out.
+
+Owns the guard that reading feeds (DESIGN §1: out of memory is exit 2, one line). Under an
+address-space limit (`ulimit -v`, RLIMIT_AS) a native library that runs out does not raise:
+polars' allocator aborts the process (SIGABRT), OpenBLAS retries its allocation forever. So the
+guard raises `OutOfMemory`, naming the file being read, while some room is still left; a
+`MemoryError` that Python raises anyway is worded the same way by the CLI. It must not read or
+parse input files.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from .errors import OutOfMemory
+
+# Room kept free for what follows the reading (statistics, rendering) and for the native
+# libraries' next reservation (arenas and thread stacks come in tens of MB): the larger of
+# RESERVE_BYTES and RESERVE_SHARE of the limit.
+RESERVE_BYTES = 384 << 20
+RESERVE_SHARE = 0.2
+CHECK_EVERY = 8 << 20  # bytes read between two looks at the address space in use
+
+# Below this limit the native libraries cannot even start (polars' thread pool and
+# allocator arenas, numpy, scipy): refused at once instead of an abort at start-up.
+MIN_START_BYTES = 1 << 30
+
+_reading: list[str] = []  # the file being read, for the message of a MemoryError
+
+
+def limit() -> int | None:
+    """The address-space limit in bytes, or None without one (or where it cannot be told)."""
+    try:
+        import resource
+    except ImportError:  # not a POSIX system
+        return None
+    try:
+        soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    except (OSError, ValueError):
+        return None
+    return None if soft == resource.RLIM_INFINITY or soft <= 0 else int(soft)
+
+
+def frugal() -> None:
+    """Under an address-space limit, ask the native libraries to reserve less (before they
+    load; a choice the user made in the environment wins): OpenBLAS one thread instead of
+    one per core, each with a 32 MB buffer (it retries a failed allocation forever), and
+    polars' jemalloc one arena and no background thread (about 400 MB less address space
+    for a 300 MB log, the same speed within noise)."""
+    if limit() is None:
+        return
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    os.environ.setdefault("_RJEM_MALLOC_CONF", "background_thread:false,narenas:1")
+
+
+def can_start(what: str) -> None:
+    """Under an address-space limit, start the native libraries before reading `what` (their
+    thread pools and arenas reserve hundreds of MB at first use, in one step no check between
+    two pieces read could catch), then check that room is left: `OutOfMemory` if not."""
+    cap = limit()
+    if cap is None:
+        return
+    if cap < MIN_START_BYTES:
+        raise OutOfMemory(
+            f"not enough memory to read {what}: the address-space limit is {_mb(cap)}, and "
+            f"sessionlens needs at least {_mb(MIN_START_BYTES)} to start; raise the limit "
+            "(ulimit -v)"
+        )
+    import polars as pl
+    import scipy.special  # noqa: F401  (its OpenBLAS, numpy's)
+
+    pl.DataFrame({"k": [0, 1, 0], "v": [1.0, 2.0, 3.0]}).group_by("k").agg(pl.col("v").sum())
+    check(what, cap)
+
+
+def in_use() -> int | None:
+    """The address space this process has mapped, in bytes (Linux), else None."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            pages = int(fh.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def _mb(n: int) -> str:
+    return f"{n / (1 << 20):,.0f} MB"
+
+
+def check(what: str, cap: int | None) -> None:
+    """`OutOfMemory` when reading `what` has left less room under `cap` than the reserve."""
+    if cap is None:
+        return
+    used = in_use()
+    if used is not None and used + max(RESERVE_BYTES, int(cap * RESERVE_SHARE)) > cap:
+        raise OutOfMemory(
+            f"not enough memory to read {what}: {_mb(used)} of the {_mb(cap)} address-space "
+            "limit are in use; raise the limit (ulimit -v) or read fewer or smaller files",
+        )
+
+
+def feeding(advance: Callable[[int], None], what: str) -> Callable[[int], None]:
+    """A progress feed for reading `what` that also watches the address space."""
+    _reading[:] = [what]
+    cap = limit()
+    check(what, cap)
+    if cap is None:
+        return advance
+    since = 0
+
+    def feed(n: int) -> None:
+        nonlocal since
+        advance(n)
+        since += n
+        if since >= CHECK_EVERY:
+            since = 0
+            check(what, cap)
+
+    return feed
+
+
+def reading() -> str | None:
+    """The file most recently being read (for wording a MemoryError)."""
+    return _reading[0] if _reading else None
+
+
+def done() -> None:
+    """Reading is over: a later MemoryError is not about a file."""
+    _reading.clear()

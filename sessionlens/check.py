@@ -875,6 +875,17 @@ class _Checker:
                 self.full(path)
 
 
+def find_reports(root: Path) -> Iterator[Committed | Finding]:
+    """Every report under `root` (by name and first line, DESIGN §8) as `check` reads it from
+    the working tree: a `Committed` with the session folder its header names, or the
+    `Finding` that refuses it (a damaged header, a session outside the repository, a link).
+    `history` finds its sessions by it (DESIGN §10)."""
+    root = Path(os.path.realpath(root))
+    checker = _Checker(_Scope(root))
+    for path in _under(root):
+        yield checker.inspect(path)
+
+
 def _git_failed(exc: Exception) -> list[CheckResult]:
     finding = Finding("sessionlens", f"cannot read the staged changes: {exc}", "git-failed")
     return [CheckResult(report="sessionlens", session=None, fix=None, findings=[finding])]

@@ -120,6 +120,7 @@ CODES: dict[str, tuple[Level, str]] = {
     "history-no-report": ("info", "a session with a manifest and no committed report"),
     "history-outside": ("warning", "a report names a session outside the results folder"),
     "history-unreadable-session": ("warning", "a session of the history cannot be analysed"),
+    "history-bad-report": ("warning", "a report `check` refuses: its session is not read"),
     "history-undated": ("info", "no date for a session: ordered by its folder name"),
     "few-sessions": ("info", "too few sessions in the regimes to judge the newest one"),
     "unknown-direction": ("info", "a metric whose better direction is unknown: higher is taken"),

@@ -346,12 +346,16 @@ def _manifest_folders(root: Path) -> Iterator[Path]:
 def find_sessions(root: Path, diags: list[dg.Diagnostic]) -> list[_Found]:
     """Every session under `root`: those its committed reports name (`check.find_reports`,
     the report's recorded args kept), then folders with a manifest and no report."""
-    from .check import find_reports
+    from .check import Finding, find_reports
 
     real_root = Path(os.path.realpath(root))
     found: dict[Path, _Found] = {}
     for rep in find_reports(root):
-        shown = rep.path.relative_to(root).as_posix()
+        if isinstance(rep, Finding):  # a report `check` refuses: named, its session not read
+            code = "history-outside" if rep.code == "outside-repository" else "history-bad-report"
+            diags.append(dg.make(code, rep.path, rep.line, f"{rep.message} ({rep.code})"))
+            continue
+        shown = rep.path.relative_to(real_root).as_posix()
         folder = Path(os.path.realpath(rep.session_dir))
         if not folder.is_relative_to(real_root):
             diags.append(

@@ -392,11 +392,21 @@ def test_broken_and_outside_sessions_are_noted(tmp_path: Path) -> None:
     (tmp_path / "elsewhere").mkdir()
     stray = root / "stray"
     stray.mkdir()
-    header = {"sessionlens_version": "0.1.0", "session": "../../elsewhere", "args": {}}
+    header = {
+        "sessionlens_version": "0.1.0",
+        "session": "../../elsewhere",
+        "inputs_digest": "sha256:0",
+        "verdicts": {},
+        "args": {},
+    }
     (stray / "report.md").write_text(f"<!-- sessionlens: {json.dumps(header)} -->\n")
+    damaged = root / "damaged"
+    damaged.mkdir()
+    (damaged / "report.md").write_text('<!-- sessionlens: {"session": "." -->\n')
     h = hist.history(root)
     codes = [(d.code, d.file) for d in h.diagnostics]
     assert ("history-outside", "stray/report.md") in codes
+    assert ("history-bad-report", "damaged/report.md") in codes  # as `check` refuses it
     assert ("history-unreadable-session", "broken") in codes
     assert [(s.session, s.analysed) for s in h.sessions] == [
         ("2026-03-01", True),

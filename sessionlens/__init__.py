@@ -27,6 +27,7 @@ __all__ = [
     "load_session",
     "parse_file",
     "parse_text",
+    "render_report",
 ]
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     )
     from .model import ParseResult, SourceInfo
     from .parsers import parse_file, parse_text
+    from .render import render_report
     from .session import Session, load_session
 
 _LAZY = {
@@ -60,6 +62,7 @@ _LAZY = {
     "analyze": "analysis",
     "Session": "session",
     "load_session": "session",
+    "render_report": "render",
 }
 
 

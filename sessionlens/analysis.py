@@ -612,7 +612,16 @@ class _Levels:
 
 
 def analyze(session: Session) -> Analysis:
-    """Statistics, verdicts and economics of a loaded session."""
+    """Statistics, verdicts and economics of a loaded session (`load_session`), as the
+    `Analysis` pydantic model, which is the JSON report's contract (DESIGN §7): per-config
+    and per-load-point statistics on launches, comparisons with the baseline, a verdict per
+    hypothesis with its reason and assumptions (DESIGN §5), sweeps, and the
+    speculative-decoding economics. Fields that cannot be computed are None, with the reason
+    in the report's notes or diagnostics. Pure: nothing is read or written.
+
+    Raises `ManifestError` when a hypothesis' `at` names no single load point, and
+    `UsageError` for a command-line hypothesis that cannot be judged as written.
+    """
     # the metrics asked for again after their summaries (comparisons, economics, claims)
     keep = _ASKED_AGAIN | {h.metric for h in session.hypotheses}
     values = group.values_by_config(session, keep=keep)

@@ -636,6 +636,7 @@ def check_report(rep: Committed, scope: _Scope) -> CheckResult:
             rep.session_dir,
             baseline=args.get("baseline"),
             hypotheses=list(args.get("hypotheses") or []),
+            allow_empty=True,  # an empty session's diagnostics are the findings below
         )
     except ManifestError as exc:
         where = scope.show(Path(exc.path)) if exc.path else session_shown

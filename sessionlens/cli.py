@@ -308,7 +308,6 @@ def report_cmd(
     from ._discover import MANIFEST, display
     from ._memory import can_start
     from .analysis import analyze
-    from .errors import InputError
     from .render import render_report
     from .session import load_session
 
@@ -323,13 +322,6 @@ def report_cmd(
         # the non-input the session reads (DESIGN §1, §2): its manifest
         manifest = session.root / MANIFEST
         _output.refuse_inputs(out, [manifest], "the session's sessionlens.toml")
-    if len(session.columns) == 0:
-        for d in session.diagnostics:
-            _err(str(d))
-        n = len(session.sources)
-        raise InputError(
-            f"no sample could be read from {n} input{'s' if n != 1 else ''}", path=str(logdir)
-        )
     analysis = analyze(session)
     text = render_report(analysis, kind, session_ref(logdir, out))
     if out is not None:
@@ -564,7 +556,9 @@ def _main(args: list[str]) -> int:
         _err(f"sessionlens: error: {msg} [usage]")
         return 2
     except SessionlensError as exc:
-        _err(str(exc))
+        for d in getattr(exc, "diagnostics", ()):  # why nothing could be read (InputError)
+            _err(str(d))
+        _err(exc.cli_line())
         return exc.exit_code
     except MemoryError:  # Python's own allocation failed (the guard of _memory came too late)
         return _out_of_memory()

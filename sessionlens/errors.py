@@ -13,9 +13,25 @@ Hierarchy::
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .diagnostics import Diagnostic
+
 
 class SessionlensError(Exception):
-    """Base of every error that stops the tool with one line on stderr."""
+    """Base of every error that stops the tool. It carries data, not CLI text:
+
+    - `message`: what went wrong, in the user's words (no location, no code);
+    - `path`: the file or folder it concerns, or None (the command line itself);
+    - `line`: the 1-based line of `path`, or None;
+    - `code`: the class's short code (`usage`, `input`, `manifest`, `output`, `parse`);
+    - `exit_code`: the CLI's exit code for it (DESIGN §1).
+
+    `str(exc)` is `path:line: message` (the parts that exist); the CLI alone prints
+    `cli_line()`, the one-line form `path:line: error: message [code]`.
+    """
 
     code: str = "error"
     exit_code: int = 2
@@ -26,11 +42,21 @@ class SessionlensError(Exception):
         self.path = path
         self.line = line
 
+    def _where(self) -> str | None:
+        if self.path is None:
+            return None
+        return self.path if self.line is None else f"{self.path}:{self.line}"
+
     def __str__(self) -> str:
-        where = self.path or "sessionlens"
-        if self.line is not None:
-            where = f"{where}:{self.line}"
-        return f"{where}: error: {self.message} [{self.code}]"
+        where = self._where()
+        return self.message if where is None else f"{where}: {self.message}"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, path={self.path!r}, line={self.line!r})"
+
+    def cli_line(self) -> str:
+        """The line the CLI prints on stderr (DESIGN §1): `sessionlens` stands for no path."""
+        return f"{self._where() or 'sessionlens'}: error: {self.message} [{self.code}]"
 
 
 class UsageError(SessionlensError):
@@ -40,9 +66,23 @@ class UsageError(SessionlensError):
 
 
 class InputError(SessionlensError):
-    """The inputs exist but give nothing to work with, or would be overwritten."""
+    """The inputs exist but give nothing to work with, or would be overwritten.
+
+    `diagnostics` holds what was said of the inputs on the way (why nothing could be read:
+    a binary file, an empty one, an unknown format); the CLI prints them before the error."""
 
     code = "input"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        line: int | None = None,
+        diagnostics: Sequence[Diagnostic] = (),
+    ) -> None:
+        super().__init__(message, path=path, line=line)
+        self.diagnostics = list(diagnostics)
 
 
 class OutOfMemory(InputError):

@@ -541,7 +541,9 @@ def _analyse(found: _Found, key: str) -> tuple[Facts, pl.DataFrame]:
     from .analysis import analyze
     from .session import load_session
 
-    session = load_session(found.folder, baseline=found.baseline, hypotheses=found.hypotheses)
+    session = load_session(
+        found.folder, baseline=found.baseline, hypotheses=found.hypotheses, allow_empty=True
+    )
     if len(session.columns) == 0:
         raise SessionlensError("no sample can be read from it")
     samples = session.samples

@@ -20,7 +20,7 @@ from . import _discover, _launch, _load, _memory
 from . import diagnostics as dg
 from ._progress import progress as progress_bar
 from ._settings import POOLING_KEYS, same_value
-from .errors import ManifestError, UsageError
+from .errors import InputError, ManifestError, UsageError
 from .manifest import ConfigSpec, HypothesisSpec, Manifest, load, parse_hypothesis
 from .model import LaunchSpans, SampleColumns, SourceInfo
 from .parsers import parse_path
@@ -264,8 +264,23 @@ def load_session(
     baseline: str | None = None,
     hypotheses: Sequence[str] = (),
     progress: bool = False,
+    *,
+    allow_empty: bool = False,
 ) -> Session:
-    """Load a session folder: manifest or sub-folder configs, every input parsed."""
+    """Load a session folder: its configs (from `sessionlens.toml`, else its sub-folders, else
+    the folder itself), every input parsed and its sample assigned to a launch and load point.
+
+    `baseline` names the config the others are compared with; `hypotheses` are claims in the
+    CLI's words (`"B > A on METRIC by 5%"`), judged after the manifest's; `progress` shows a bar
+    on a terminal for big sessions. Files that cannot be read are diagnostics
+    (`Session.diagnostics`), never exceptions.
+
+    Raises `UsageError` (the folder does not exist, a bad `baseline` or hypothesis),
+    `ManifestError` (a malformed `sessionlens.toml`, with its line) and `InputError` when no
+    sample could be read at all (its `diagnostics` say why), as `sessionlens report` refuses
+    them. `allow_empty=True` returns such a session instead (for `check` and `history`,
+    which judge it themselves).
+    """
     root = Path(path)
     if not root.exists():
         raise UsageError("no such folder", path=str(path))
@@ -435,6 +450,13 @@ def load_session(
                 raise UsageError(msg)
             raise ManifestError(msg, path=_discover.display(str(manifest_path)), line=h.metric_line)
 
+    if len(columns) == 0 and not allow_empty:
+        n = len(sources)
+        raise InputError(
+            f"no sample could be read from {n} input{'s' if n != 1 else ''}",
+            path=_discover.display(str(path)),
+            diagnostics=diags,
+        )
     title = (manifest.title if manifest and manifest.title else None) or _discover.display(
         root.resolve().name
     )

@@ -114,7 +114,7 @@ def test_good_manifest(tmp_path: Path) -> None:
 def test_manifest_errors(tmp_path: Path, text: str, expected: str) -> None:
     with pytest.raises(ManifestError) as info:
         load(write(tmp_path, text), shown="sessionlens.toml")
-    assert str(info.value) == expected
+    assert info.value.cli_line() == expected
 
 
 @pytest.mark.parametrize(

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.conftest import ROOT
 
@@ -42,6 +44,37 @@ def test_library_example_runs() -> None:
     assert "'truncated-output'" in lines[2]
     assert lines[3:6] == ["H1 rejected -0.0%", "H2 rejected -1.2%", "H3 rejected -26.9%"]
     assert lines[6] == "65.6"
+    assert lines[7] == "UsageError no-such-session usage"
+
+
+def test_library_example_type_checks(tmp_path: Path) -> None:
+    """Issue 23: `mypy --strict` on the example as printed, against this checkout's package
+    (its py.typed): `round(ceiling_tok_s, 1)` of a `float | None` failed it."""
+    section = README.split("## As a library", 1)[1]
+    code = re.search(r"```python\n(.*?)```", section, re.S)
+    assert code is not None
+    example = tmp_path / "readme_example.py"
+    example.write_text(code.group(1))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--strict",
+            "--no-incremental",
+            "--follow-imports=silent",  # the package as a typed dependency, as installed
+            "--cache-dir",
+            str(tmp_path / "cache"),
+            str(example),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "MYPYPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "Success: no issues found in 1 source file" in proc.stdout
 
 
 def test_verdict_excerpt_matches_the_report() -> None:

@@ -100,7 +100,7 @@ def test_metric_missing_lists_metrics(tmp_path: Path) -> None:
     )
     with pytest.raises(ManifestError) as info:
         load_session(root)
-    assert str(info.value) == (
+    assert info.value.cli_line() == (
         f"{root}/sessionlens.toml:7: error: metric 'accept_len' of hypothesis H1 is in no "
         "config (metrics: duration_s, output_tokens, prompt_tokens, throughput_tok_s) [manifest]"
     )
@@ -285,7 +285,7 @@ def test_a_manifest_may_hold_only_exclude(tmp_path: Path) -> None:
     )
     with pytest.raises(ManifestError) as err:
         load_session(root)
-    assert str(err.value) == (
+    assert err.value.cli_line() == (
         f"{root / 'sessionlens.toml'}:3: error: unknown config 'c' in candidate "
         "(configs: a, b) [manifest]"
     )

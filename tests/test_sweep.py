@@ -147,7 +147,7 @@ def test_at_that_matches_no_point_lists_the_points(tmp_path: Path):
     )
     with pytest.raises(ManifestError) as e:
         analyze(load_session(root))
-    assert str(e.value) == (
+    assert e.value.cli_line() == (
         "sessionlens.toml:9: error: hypothesis H1: `at max_concurrency=12` must name exactly one "
         "load point of triton on output_throughput_tok_s, but matches 0 (its points: "
         "max_concurrency=4; max_concurrency=8; max_concurrency=16; max_concurrency=32) [manifest]"

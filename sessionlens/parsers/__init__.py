@@ -235,7 +235,20 @@ def _strict(result: ParseResult) -> ParseResult:
 
 
 def parse_file(path: str | Path, format: str | None = None, strict: bool = False) -> ParseResult:
-    """Parse one file; `config` is its parent folder's name, `source` the path as given."""
+    """Parse one file (plain or gzip) into a `ParseResult`: `.samples`, a polars DataFrame of
+    tidy samples (DESIGN §3), `.sources` (format, settings, blocks, digest) and
+    `.diagnostics` (every problem met, with its line; bad lines are never exceptions).
+
+    `format` pins a format id instead of detecting one: bench-stdout, sglang-server,
+    phase-timing, sglang-bench-serving, sglang-bench-one-batch, sglang-bench-offline,
+    vllm-bench-serve, vllm-server, vllm-bench-result, aiperf, guidellm, trtllm-bench,
+    prometheus (DESIGN §2). A file no format recognises gives no samples and an
+    `unknown-format` diagnostic. The samples' `config` is the file's parent folder's name,
+    `source` the path as given.
+
+    Raises `UsageError` when the file does not exist or `format` is no known id, and with
+    `strict=True` `ParseError` at the first error-level diagnostic.
+    """
     p = Path(path)
     if not p.exists():
         raise UsageError("no such file", path=str(path))
@@ -250,7 +263,13 @@ def parse_file(path: str | Path, format: str | None = None, strict: bool = False
 def parse_text(
     text: str, format: str | None = None, *, path: str = "<text>", strict: bool = False
 ) -> ParseResult:
-    """Parse a string as if it were a file named `path`."""
+    """Parse a string as if it were a file named `path` (the name the samples' `source` and
+    the diagnostics show), into a `ParseResult` as `parse_file` gives, with `config` empty.
+    `format` pins a format id (see `parse_file`).
+
+    Raises `UsageError` when `format` is no known id, and with `strict=True` `ParseError` at
+    the first error-level diagnostic.
+    """
     columns = SampleColumns()
     src = _lines.from_text(text, path)
     info, diags = parse_source(src, config="", source=path, columns=columns, format=format)

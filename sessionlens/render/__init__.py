@@ -34,8 +34,17 @@ def renderers() -> dict[str, Renderer]:
     return {"md": markdown, "html": html, "json": _Json()}
 
 
-def render_report(analysis: Analysis, fmt: str, session_ref: str) -> str:
-    """The report in one format; `session_ref` is LOGDIR relative to the report's folder."""
+def render_report(analysis: Analysis, fmt: str = "md", session_ref: str = ".") -> str:
+    """The decision report of an analysis as text, exactly as `sessionlens report` writes it.
+
+    `fmt` is `"md"` (Markdown with its sessionlens header line), `"html"` (one self-contained
+    page: no script, no network) or `"json"` (the JSON report of DESIGN §7). `session_ref` is
+    the session folder as the report's header records it, relative to the folder the report
+    will be saved in (`"."`: the report sits in the session folder); `check` regenerates the
+    report from it. Nothing is written. Raises `ValueError` for another format.
+    """
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown report format {fmt!r}; choose one of {', '.join(FORMATS)}")
     if fmt == "json":
         # JSON needs no view: skip building one (and loading jinja2).
         from . import json as json_renderer

@@ -237,6 +237,21 @@ _add("latency_per_output_token_ms_mean", "ms", "lower", "mean", "request latency
 _add("interval_prompt_tokens", "tokens", None, "sum", "prompt tokens processed in the interval")
 _add("interval_generation_tokens", "tokens", "higher", "sum", "tokens generated in the interval")
 _add("finished_requests", "req", None, "sum", "requests finished in the interval")
+# --- client exports (aiperf, guidellm, trtllm-bench) ---
+_add(
+    "output_throughput_per_user_tok_s",
+    "tok/s",
+    "higher",
+    "mean",
+    "output tokens per second of one request (its stream), averaged over requests",
+)
+_add(
+    "output_throughput_per_gpu_tok_s",
+    "tok/s",
+    "higher",
+    "mean",
+    "output tokens per second per GPU (trtllm-bench)",
+)
 
 
 # Dynamic families: phase_<slug>_ms_per_cycle, phase_<slug>_share, position_acceptance_rate_<i>.
@@ -248,6 +263,21 @@ _PATTERNS: list[tuple[re.Pattern[str], str, Better, Combine]] = [
     (re.compile(r"(ttft|tpot|itl|e2e_latency)_ms_p\d+"), "ms", "lower", "mean"),
     # `vllm bench latency --output-json`: its `percentiles` object may hold any whole percentile
     (re.compile(r"total_latency_s_p\d{1,2}"), "s", "lower", "mean"),
+    # per-request distributions of speculative decoding (AIPerf, trtllm-bench): each request's
+    # own acceptance length (bonus token counted) or draft acceptance rate, summarised over
+    # requests; `accept_length` / `draft_acceptance_rate` are the run's pooled values
+    (
+        re.compile(r"request_accept_length_(?:mean|median|std|min|max|p\d+)"),
+        "tokens/cycle",
+        "higher",
+        "mean",
+    ),
+    (
+        re.compile(r"request_draft_acceptance_rate_(?:mean|median|std|min|max|p\d+)"),
+        "fraction",
+        "higher",
+        "mean",
+    ),
 ]
 
 # Fallback by suffix, for names a third-party parser adds without registering them.

@@ -35,6 +35,7 @@ from ..model import (
     SummaryItem,
 )
 from . import (
+    aiperf,
     bench_stdout,
     phase_timing,
     prometheus,
@@ -59,6 +60,7 @@ PARSERS: dict[str, Parser] = {
     sglang_server.format_id: sglang_server,
     phase_timing.format_id: phase_timing,
     prometheus.format_id: prometheus,
+    aiperf.format_id: aiperf,
 }
 
 THRESHOLD = 0.3

@@ -8,10 +8,12 @@ records. Format modules (and `_blocks`) call these; they never copy them.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from .._lines import Line
 
@@ -391,3 +393,220 @@ def read_value(text: str, start: int, end: int, ln: Line, decimals: int | None) 
     num = read_number(raw, at_end=at_end, line_cut=ln.cut, decimals=decimals if at_end else None)
     pct = text.startswith("%", stop)
     return Read(num.value, num.cut, pct, raw), stop
+
+
+# ------------------------------------------------------------------ JSON with line numbers
+
+# Exports of benchmark clients (AIPerf, GenAI-Perf, guidellm, trtllm-bench) are pretty-printed
+# JSON: one scalar per line, objects and arrays opened and closed on lines of their own. A
+# sample needs the line its value stands on and a cut file must keep every value before the
+# cut, so the document is read as events, line by line, never with one `json.loads`.
+JsonPath = tuple[str | int, ...]
+JsonScalar = str | int | float | bool | None
+_JSON_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
+# Python's json writes NaN and Infinity (GenAI-Perf, trtllm-bench); they are read, and the
+# formats say why such a value is no sample.
+_JSON_LITERALS: dict[str, JsonScalar] = {
+    "true": True,
+    "false": False,
+    "null": None,
+    "NaN": math.nan,
+    "Infinity": math.inf,
+    "-Infinity": -math.inf,
+}
+_JSON_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')
+_JSON_DELIM = frozenset(",}] \t")
+
+
+@dataclass(frozen=True, slots=True)
+class JsonEvent:
+    """One thing the JSON reader saw: a scalar (`value`), a container opened (`open`) or
+    closed (`close`), a scalar cut by the end of the file (`cut`), or a line that is not
+    JSON where the document stands and was skipped (`skip`, `path` empty)."""
+
+    kind: str  # "value" | "open" | "close" | "cut" | "skip"
+    path: JsonPath
+    line: int
+    value: JsonScalar = None
+    raw: str = ""  # a number as printed (its decimals), a skipped line's reason
+
+
+class JsonLines:
+    """Reads JSON documents line by line and says where each value stands.
+
+    Lines before a document (a shell prompt, a title) and lines a paste or a log put inside
+    one (noise between two objects) are skipped: a line that does not continue the document
+    leaves the reader as it was before the line. Several documents may follow one another
+    (JSON Lines, or one export after another). Nothing is evaluated; strings stay strings.
+    """
+
+    def __init__(self) -> None:
+        # One frame per open container: [kind, state, member], `member` the key (object) or
+        # index (array) of the value being read. States of an object: "key" (a key or `}`),
+        # "colon", "value", "next" (`,` or `}`); of an array: "first" (a value or `]`),
+        # "value", "next".
+        self._stack: list[list[Any]] = []
+        self.documents = 0  # documents opened so far
+
+    @property
+    def open(self) -> bool:
+        """Whether a document is open (a line now continues it or is skipped)."""
+        return bool(self._stack)
+
+    def feed(self, text: str, no: int, cut: bool = False) -> list[JsonEvent]:
+        """Events of one line; `cut`: the file ends inside this line."""
+        saved = [list(f) for f in self._stack]
+        documents = self.documents
+        events: list[JsonEvent] = []
+        error = self._scan(text, no, cut, events)
+        if error is None:
+            return events
+        self._stack, self.documents = saved, documents
+        return [JsonEvent("skip", (), no, raw=error)] if saved else []
+
+    def _here(self) -> JsonPath:
+        return tuple(f[2] for f in self._stack)
+
+    def _scan(self, text: str, no: int, cut: bool, events: list[JsonEvent]) -> str | None:
+        i, n = 0, len(text)
+        while i < n:
+            ch = text[i]
+            if ch in " \t":
+                i += 1
+                continue
+            if not self._stack:
+                if ch not in "{[":
+                    return "not JSON"
+                self._push(ch, (), no, events)
+                i += 1
+                continue
+            top = self._stack[-1]
+            kind, state = top[0], top[1]
+            closer = "}" if kind == "{" else "]"
+            if state == "next":
+                if ch == ",":
+                    top[1] = "key" if kind == "{" else "value"
+                    i += 1
+                elif ch == closer:
+                    i = self._close(no, events, i)
+                else:
+                    return "expected ',' or a closing bracket"
+                continue
+            if state == "key":
+                if ch == "}":
+                    i = self._close(no, events, i)
+                    continue
+                m = _JSON_STRING.match(text, i) if ch == '"' else None
+                if m is None:
+                    return "expected a key"
+                top[2], top[1] = json.loads(m.group()), "colon"
+                i = m.end()
+                continue
+            if state == "colon":
+                if ch != ":":
+                    return "expected ':'"
+                top[1] = "value"
+                i += 1
+                continue
+            if state == "first" and ch == "]":
+                i = self._close(no, events, i)
+                continue
+            if kind == "[":
+                top[2] = 0 if state == "first" else top[2] + 1
+            top[1] = "next"
+            path = self._here()
+            if ch in "{[":
+                self._push(ch, path, no, events)
+                i += 1
+                continue
+            i, event = _json_scalar(text, i, no, cut, path)
+            if event is None:
+                return "unreadable value"
+            events.append(event)
+        return None
+
+    def _push(self, ch: str, path: JsonPath, no: int, events: list[JsonEvent]) -> None:
+        if not self._stack:
+            self.documents += 1
+        self._stack.append([ch, "key" if ch == "{" else "first", None])
+        events.append(JsonEvent("open", path, no))
+
+    def _close(self, no: int, events: list[JsonEvent], i: int) -> int:
+        self._stack.pop()
+        events.append(JsonEvent("close", self._here(), no))
+        return i + 1
+
+
+def _json_scalar(
+    text: str, i: int, no: int, cut: bool, path: JsonPath
+) -> tuple[int, JsonEvent | None]:
+    """The scalar at `text[i]`: a value, a cut one (the file ends in it), or None."""
+    ch = text[i]
+    if ch == '"':
+        m = _JSON_STRING.match(text, i)
+        if m is None:
+            return (len(text), JsonEvent("cut", path, no)) if cut else (i, None)
+        return m.end(), JsonEvent("value", path, no, json.loads(m.group()))
+    m = _JSON_NUMBER.match(text, i)
+    if m is not None:
+        end, raw = m.end(), m.group()
+        if end >= len(text) and cut:  # `12` may have been `1234`
+            return end, JsonEvent("cut", path, no, raw=raw)
+        if end < len(text) and text[end] not in _JSON_DELIM:
+            return i, None
+        value: float | int = float(raw) if any(c in raw for c in ".eE") else int(raw)
+        return end, JsonEvent("value", path, no, value, raw)
+    rest = text[i:].rstrip()
+    for word, val in _JSON_LITERALS.items():
+        if text.startswith(word, i):
+            end = i + len(word)
+            if end < len(text) and text[end] not in _JSON_DELIM:
+                return i, None
+            return end, JsonEvent("value", path, no, val, word)
+        if cut and rest and word.startswith(rest):
+            return len(text), JsonEvent("cut", path, no)
+    if cut and rest in ("-", ""):
+        return len(text), JsonEvent("cut", path, no)
+    return i, None
+
+
+# ------------------------------------------------------------------ box-drawn tables
+
+# Tables drawn with box characters (rich's `┏━┳━┓ ┃ ┡━╇━┩ │ └─┴─┘`, its ASCII box `+--+`,
+# guidellm's `|===|`) or bars: a row is its cells between vertical borders.
+_BOX_BAR = re.compile("[\u2502\u2503\u2551|]")
+_BOX_RULE = re.compile(
+    "^[ \t]*[\u250c\u250f\u2514\u2517\u251c\u2521\u2522\u2523\u255e\u2552\u2558\u256d\u2570+|]"
+    "[\u2500\u2501\u2550\u252c\u2533\u2534\u253b\u253c\u2547\u254b\u2564\u256a\u2567=+|:\\- ]*"
+    "[\u2510\u2513\u2518\u251b\u2524\u2529\u252a\u252b\u2561\u2555\u255b\u256e\u256f+|=\\-]"
+    "[ \t]*$"
+)
+
+
+def is_box_rule(text: str) -> bool:
+    """Whether a line is a table's horizontal rule (top, header separator, bottom)."""
+    return (
+        _BOX_RULE.match(text) is not None
+        and sum(text.count(c) for c in "\u2501\u2500\u2550=-") >= 3
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class BoxRow:
+    """The cells of one table line, as printed (unstripped: their widths tell merged cells),
+    and whether its right border is there (a line cut or wrapped before it is not whole)."""
+
+    cells: list[str]
+    closed: bool
+
+
+def box_row(text: str) -> BoxRow | None:
+    """The cells between a line's vertical borders, or None when it is no table row."""
+    body = text.strip()
+    if not body or _BOX_BAR.match(body) is None or is_box_rule(body):
+        return None
+    parts = _BOX_BAR.split(body)[1:]
+    closed = parts[-1] == "" if parts else False
+    if closed:
+        parts = parts[:-1]
+    return BoxRow(parts, closed) if parts else None

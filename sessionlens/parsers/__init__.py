@@ -43,6 +43,7 @@ from . import (
     sglang_bench_one_batch,
     sglang_bench_serving,
     sglang_server,
+    trtllm_bench,
     vllm_bench_result,
     vllm_bench_serve,
     vllm_server,
@@ -61,6 +62,7 @@ PARSERS: dict[str, Parser] = {
     phase_timing.format_id: phase_timing,
     prometheus.format_id: prometheus,
     aiperf.format_id: aiperf,
+    trtllm_bench.format_id: trtllm_bench,
 }
 
 THRESHOLD = 0.3

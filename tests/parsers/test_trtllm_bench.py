@@ -1,0 +1,66 @@
+"""trtllm-bench: 0.12's tab rows, the PERFORMANCE OVERVIEW layouts, breakdowns and --report_json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sessionlens.parsers import parse_file, parse_text, trtllm_bench
+
+HERE = Path(__file__).resolve().parents[2] / "fixtures" / "formats" / "trtllm-bench"
+
+
+def values(result, metric: str) -> list[float]:
+    c = result.columns
+    return [v for m, v in zip(c.metric, c.value, strict=True) if m == metric]
+
+
+def test_0_12_tab_rows_and_seconds() -> None:
+    r = parse_file(HERE / "v0.12-throughput-tabs.log")
+    assert r.sources[0].format == "trtllm-bench"
+    assert values(r, "output_throughput_tok_s") == [23405.927228471104]  # `Token Throughput`
+    assert values(r, "benchmark_duration_s") == [16.406100739]  # `Total Latency (seconds)`
+    s = r.sources[0].blocks[0].settings
+    assert (s["tp_size"], s["input_len"], s["output_len"]) == (1, 128.0, 128.0)
+    assert s["tensorrt_llm_version"] == "0.12.0"
+    assert r.diagnostics == []
+
+
+def test_total_latency_in_ms_is_the_duration_in_seconds() -> None:
+    r = parse_file(HERE / "v0.17-throughput-performance-overview.log")
+    assert values(r, "benchmark_duration_s") == [13.573362]
+    assert values(r, "concurrency") == [2138.3761]
+
+
+def test_two_reports_are_two_blocks_and_the_mean_latency_is_read_once() -> None:
+    r = parse_file(HERE / "v1.0-pytorch-streaming-eagle3-two-reports.log")
+    assert len(r.sources[0].blocks) == 2
+    assert values(r, "e2e_latency_ms_mean") == [45283.8893, 62038.9283]
+    assert values(r, "ttft_ms_p99") == [2310.4402, 2310.4402]
+    assert values(r, "request_accept_length_mean") == [2.4612, 2.4612]  # `[AR] AVERAGE`
+    assert r.sources[0].blocks[0].settings["accept_len_counts_bonus"] is True
+
+
+def test_a_value_cut_mid_number_is_no_sample() -> None:
+    r = parse_file(HERE / "v0.19-latency-cut-mid-number.log")
+    assert values(r, "e2e_latency_ms_p95") == [1305.1187]
+    assert values(r, "e2e_latency_ms_p99") == []  # `1311.4` of a `.4f` value
+    assert [d.code for d in r.diagnostics] == ["truncated-value"]
+
+
+def test_a_fixed_four_decimal_value_at_a_cut_end_is_whole() -> None:
+    text = "= PERFORMANCE OVERVIEW\nRequest Throughput (req/sec):      43.2060"
+    assert values(parse_text(text, path="x.log"), "request_throughput_req_s") == [43.206]
+
+
+def test_report_json_uses_the_same_names() -> None:
+    r = parse_file(HERE / "v1.0-report_json.json")
+    text = parse_file(HERE / "v1.0-pytorch-streaming-eagle3-two-reports.log")
+    for metric in ("e2e_latency_ms_p99", "tpot_ms_p50", "output_throughput_tok_s"):
+        assert values(r, metric) == values(text, metric)[:1], metric
+    s = r.sources[0].blocks[0].settings
+    assert (s["decoding_stats.mode"], s["input_len"]) == ("EAGLE3", 1024.0)
+
+
+def test_sniff() -> None:
+    assert trtllm_bench.sniff("= PERFORMANCE OVERVIEW\n", "x.log") == 1.0
+    assert trtllm_bench.sniff("============ Serving Benchmark Result ============\n", "x") == 0

@@ -37,6 +37,7 @@ from ..model import (
 from . import (
     aiperf,
     bench_stdout,
+    guidellm,
     phase_timing,
     prometheus,
     sglang_bench_offline,
@@ -63,6 +64,7 @@ PARSERS: dict[str, Parser] = {
     prometheus.format_id: prometheus,
     aiperf.format_id: aiperf,
     trtllm_bench.format_id: trtllm_bench,
+    guidellm.format_id: guidellm,
 }
 
 THRESHOLD = 0.3

@@ -610,3 +610,98 @@ def box_row(text: str) -> BoxRow | None:
     if closed:
         parts = parts[:-1]
     return BoxRow(parts, closed) if parts else None
+
+
+# ------------------------------------------------------------------ block YAML with line numbers
+
+_YAML_KEY = re.compile(
+    r"(?P<k>[^\s:#'\"][^:#]*?|'[^']*'|\"[^\"]*\"):(?:[ \t]+(?P<v>\S.*?))?[ \t]*$"
+)
+_YAML_WORDS: dict[str, JsonScalar] = {
+    "null": None,
+    "~": None,
+    "true": True,
+    "false": False,
+    ".nan": math.nan,
+    ".inf": math.inf,
+    "-.inf": -math.inf,
+}
+
+
+class YamlLines:
+    """Reads the block YAML that `yaml.dump` writes (mappings, `- ` sequences, plain and
+    quoted scalars) line by line, as `JsonLines` events with the same paths. No tags, no
+    anchors, no flow collections beyond `[]`/`{}`: what it does not know it skips."""
+
+    def __init__(self) -> None:
+        # [indent, name, is_item, next index]
+        self._frames: list[list[Any]] = []
+
+    def feed(self, text: str, no: int, cut: bool = False) -> list[JsonEvent]:
+        body = text.strip()
+        if not body or body.startswith("#") or body in ("---", "..."):
+            return []
+        indent = len(text) - len(text.lstrip(" "))
+        events: list[JsonEvent] = []
+        if body == "-" or body.startswith("- "):
+            frames = self._frames
+            while frames and (
+                frames[-1][0] > indent or (frames[-1][0] == indent and frames[-1][2])
+            ):
+                frames.pop()
+            if not frames:
+                return [JsonEvent("skip", (), no, raw="a list item outside any key")]
+            index = frames[-1][3]
+            frames[-1][3] += 1
+            frames.append([indent, index, True, 0])
+            events.append(JsonEvent("open", self._path(), no))
+            body = body[1:].lstrip()
+            indent += 2
+            if not body:
+                return events
+            m = _YAML_KEY.match(body)
+            if m is None:
+                events.append(self._scalar(self._path(), body, no, cut))
+                return events
+            events.extend(self._key(m, indent, no, cut))
+            return events
+        m = _YAML_KEY.match(body)
+        if m is None:
+            return [JsonEvent("skip", (), no, raw="not a YAML key")] if self._frames else []
+        return self._key(m, indent, no, cut)
+
+    def _path(self) -> JsonPath:
+        return tuple(f[1] for f in self._frames)
+
+    def _key(self, m: re.Match[str], indent: int, no: int, cut: bool) -> list[JsonEvent]:
+        while self._frames and self._frames[-1][0] >= indent:
+            self._frames.pop()
+        key = m["k"].strip("'\"")
+        value = m["v"]
+        if value is not None and value.startswith("&") and " " not in value:
+            value = None  # an anchor before a mapping
+        if value is None or value in ("|", ">", "|-", ">-"):
+            if value is None and cut:
+                return [JsonEvent("cut", (*self._path(), key), no)]
+            self._frames.append([indent, key, False, 0])
+            return [JsonEvent("open", self._path(), no)]
+        return [self._scalar((*self._path(), key), value, no, cut)]
+
+    @staticmethod
+    def _scalar(path: JsonPath, raw: str, no: int, cut: bool) -> JsonEvent:
+        raw = raw.strip()
+        if raw[:1] in "'\"":
+            if len(raw) < 2 or raw[-1] != raw[0]:
+                return JsonEvent("cut" if cut else "value", path, no, raw.strip("'\""))
+            return JsonEvent("value", path, no, raw[1:-1])
+        if raw.lower() in _YAML_WORDS:
+            return JsonEvent("value", path, no, _YAML_WORDS[raw.lower()], raw)
+        m = _JSON_NUMBER.fullmatch(raw) or re.fullmatch(r"[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?", raw)
+        if m is not None:
+            if cut:  # the line ends the file: `12.5` may have been `12.55`
+                return JsonEvent("cut", path, no, raw=raw)
+            value: float | int = float(raw) if any(c in raw for c in ".eE") else int(raw)
+            return JsonEvent("value", path, no, value, raw)
+        if raw in ("[]", "{}"):
+            return JsonEvent("value", path, no, None, raw)
+        return JsonEvent("value", path, no, raw)

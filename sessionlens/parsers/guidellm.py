@@ -234,6 +234,8 @@ class Reader:
             return
         if not cells or not any(c.strip() for c in cells):
             return
+        if self._header and len(cells) != len(self._header[0]) and not ln.cut:
+            return  # no row of the table (a line a log or a paste put between its rows)
         if len(self._header) < 3 and (self._header or cells[0] in ("Run Info", "Benchmark")):
             self._header.append(cells)
             if len(self._header) == 3:

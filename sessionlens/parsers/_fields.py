@@ -628,54 +628,97 @@ _YAML_WORDS: dict[str, JsonScalar] = {
 }
 
 
+def _under_scalar(scalar_at: tuple[int, bool], indent: int, item: bool) -> bool:
+    """Whether a YAML line at `indent` cannot follow a line that ended with a scalar at
+    `scalar_at` (its indent, and whether it was a `- ` item): it stands deeper, or it is an
+    indentless item where only a key without a value may open one."""
+    at, is_item = scalar_at
+    return indent > at or (indent == at and item and not is_item)
+
+
 class YamlLines:
     """Reads the block YAML that `yaml.dump` writes (mappings, `- ` sequences, plain and
     quoted scalars) line by line, as `JsonLines` events with the same paths. No tags, no
-    anchors, no flow collections beyond `[]`/`{}`: what it does not know it skips."""
+    anchors, no flow collections beyond `[]`/`{}`: what it does not know it skips.
+
+    A line that closes open collections with a scalar (`key: value` left of the open ones,
+    `- value`) is held until a later line shows whether it belongs to the document. Nothing
+    stands deeper than a scalar, and an indentless `- ` item needs a key without a value at
+    its indent: a line that is either was preceded by a foreign line (a log's
+    `INFO:     127.0.0.1:...` looks like a key at indent 0), so the held lines' events are
+    dropped and the collections they closed are open again. A line that opens a collection,
+    or the end of the input (`finish`), lets the held lines' events through.
+    """
 
     def __init__(self) -> None:
         # [indent, name, is_item, next index]
         self._frames: list[list[Any]] = []
+        self._closed = 0  # frames closed so far (a line closes some when this grows)
+        # Held lines, oldest first: the frames before each, its events, where its scalar is.
+        self._held: list[tuple[list[list[Any]], list[JsonEvent], tuple[int, bool]]] = []
+        # (indent, is an item) of the scalar the line being read ends with, if it does
+        # (set by `_line`, taken by `feed`).
+        self._scalar_at: tuple[int, bool] | None = None
 
     def feed(self, text: str, no: int, cut: bool = False) -> list[JsonEvent]:
         body = text.strip()
         if not body or body.startswith("#") or body in ("---", "..."):
             return []
         indent = len(text) - len(text.lstrip(" "))
-        events: list[JsonEvent] = []
-        if body == "-" or body.startswith("- "):
-            frames = self._frames
-            while frames and (
-                frames[-1][0] > indent or (frames[-1][0] == indent and frames[-1][2])
-            ):
-                frames.pop()
-            if not frames:
-                return [JsonEvent("skip", (), no, raw="a list item outside any key")]
-            index = frames[-1][3]
-            frames[-1][3] += 1
-            frames.append([indent, index, True, 0])
-            events.append(JsonEvent("open", self._path(), no))
-            body = body[1:].lstrip()
-            indent += 2
-            if not body:
-                return events
+        item = body == "-" or body.startswith("- ")
+        if not item and _YAML_KEY.match(body) is None:  # no structure: no evidence either way
+            return [JsonEvent("skip", (), no, raw="not a YAML key")] if self._frames else []
+        while self._held and _under_scalar(self._held[-1][2], indent, item):
+            self._frames = self._held.pop()[0]  # that held line was foreign
+        before, closed = [list(f) for f in self._frames], self._closed
+        events = self._line(body, indent, item, no, cut)
+        scalar_at, self._scalar_at = self._scalar_at, None
+        if scalar_at is not None and (self._held or self._closed > closed):
+            self._held.append((before, events, scalar_at))
+            return []
+        held, self._held = [ev for h in self._held for ev in h[1]], []
+        return held + events
+
+    def finish(self) -> list[JsonEvent]:
+        """The held lines' events: nothing came after them to show they were foreign."""
+        held, self._held = [ev for h in self._held for ev in h[1]], []
+        return held
+
+    def _pop(self) -> None:
+        self._frames.pop()
+        self._closed += 1
+
+    def _line(self, body: str, indent: int, item: bool, no: int, cut: bool) -> list[JsonEvent]:
+        if not item:
             m = _YAML_KEY.match(body)
-            if m is None:
-                events.append(self._scalar(self._path(), body, no, cut))
-                return events
-            events.extend(self._key(m, indent, no, cut))
+            assert m is not None  # `feed` skips other lines
+            return self._key(m, indent, no, cut)
+        frames = self._frames
+        while frames and (frames[-1][0] > indent or (frames[-1][0] == indent and frames[-1][2])):
+            self._pop()
+        if not frames:
+            return [JsonEvent("skip", (), no, raw="a list item outside any key")]
+        index = frames[-1][3]
+        frames[-1][3] += 1
+        frames.append([indent, index, True, 0])
+        events = [JsonEvent("open", self._path(), no)]
+        body = body[1:].lstrip()
+        if not body:
             return events
         m = _YAML_KEY.match(body)
         if m is None:
-            return [JsonEvent("skip", (), no, raw="not a YAML key")] if self._frames else []
-        return self._key(m, indent, no, cut)
+            self._scalar_at = (indent, True)
+            events.append(self._scalar(self._path(), body, no, cut))
+            return events
+        events.extend(self._key(m, indent + 2, no, cut))
+        return events
 
     def _path(self) -> JsonPath:
         return tuple(f[1] for f in self._frames)
 
     def _key(self, m: re.Match[str], indent: int, no: int, cut: bool) -> list[JsonEvent]:
         while self._frames and self._frames[-1][0] >= indent:
-            self._frames.pop()
+            self._pop()
         key = m["k"].strip("'\"")
         value = m["v"]
         if value is not None and value.startswith("&") and " " not in value:
@@ -685,6 +728,7 @@ class YamlLines:
                 return [JsonEvent("cut", (*self._path(), key), no)]
             self._frames.append([indent, key, False, 0])
             return [JsonEvent("open", self._path(), no)]
+        self._scalar_at = (indent, False)
         return [self._scalar((*self._path(), key), value, no, cut)]
 
     @staticmethod

@@ -122,7 +122,7 @@ class Reader:
         self._header: list[list[str]] = []
         self._columns: list[tuple[str, str, str]] = []
         self._table_rows = 0
-        self._wrapped: tuple[Line, str] | None = None
+        self._wrapped: tuple[Line, str, int] | None = None  # line, text, width
         self._rule_seen = 0
 
     def feed(self, ln: Line) -> Iterator[Record]:
@@ -136,8 +136,11 @@ class Reader:
             yield from self._console_line(ln)
 
     def finish(self) -> Iterator[Record]:
+        if isinstance(self._doc, YamlLines):
+            for ev in self._doc.finish():
+                yield from self._event(ev)
         if self._wrapped is not None:
-            ln, text = self._wrapped
+            ln, text, _ = self._wrapped
             self._wrapped = None
             yield from self._console_text(ln, text, cut=True)
         if self.mode == "json" and isinstance(self._doc, JsonLines) and self._doc.open:
@@ -177,9 +180,10 @@ class Reader:
         if len(path) < 2 or path[0] != "benchmarks" or not isinstance(path[1], int):
             return
         index = path[1]
-        if ev.kind == "open" and len(path) == 2:
-            yield from self._block(index, ev.line)
-            return
+        if len(path) == 2:
+            if ev.kind == "open":
+                yield from self._block(index, ev.line)
+            return  # a scalar where a benchmark stands is none (a `- text` line in YAML)
         yield from self._block(index, ev.line)
         block = self._blocks[index]
         rest = tuple(str(p) for p in path[2:])
@@ -282,17 +286,20 @@ class Reader:
     # ---------------------------------------------------------------- console
 
     def _console_line(self, ln: Line) -> Iterator[Record]:
-        text = _fields.strip_outer(ln.text).rstrip()
+        outer = _fields.strip_outer(ln.text)
+        text = outer.rstrip()
         if self._wrapped is not None:  # a terminal wrapped the line before at its width
-            first, head = self._wrapped
+            first, head, width = self._wrapped
+            # Every piece of a wrapped line but the last fills the terminal's width, and the
+            # last ends at the table's right border (or the file ends in it): any other line
+            # between the pieces (a progress bar, a log line) is no part of the table.
+            if not text.endswith("|") and len(outer) != width and not ln.cut:
+                return
             self._wrapped = None
-            if not text.lstrip().startswith("|") or not head.endswith("|"):
-                text = head + text
-                ln = Line(first.no, text, ln.cut)
-            else:
-                yield from self._console_text(first, head, cut=False)
+            text = head + text
+            ln = Line(first.no, text, ln.cut)
         if text.lstrip().startswith("|") and not text.endswith("|") and not ln.cut:
-            self._wrapped = (ln, text)
+            self._wrapped = (ln, text, len(outer))
             return
         yield from self._console_text(ln, text, cut=ln.cut)
 
@@ -316,6 +323,17 @@ class Reader:
         cells = row.cells
         index = self._table_rows
         self._table_rows += 1
+        if row.closed and len(cells) != len(self._columns):
+            # A whole row with more or fewer cells than the header has columns cannot say
+            # which value is whose (a wrapped line pasted without a piece, or with a foreign
+            # line glued in): it is read for nothing rather than shifted.
+            self.ctx.warn(
+                ln.no,
+                "unparsed-line",
+                f"a table row of {len(cells)} cells under a header of {len(self._columns)} "
+                "columns; not read",
+            )
+            return
         yield from self._values(ln, index, cells, cut or not row.closed)
 
 

@@ -105,3 +105,77 @@ def test_strip_outer_pytest_log_capture_and_comment_markers() -> None:
     assert strip_outer("#") == ""
     assert strip_outer("#queue-req: 3") == "#queue-req: 3"  # a field, not a marker
     assert strip_outer("## Results") == "## Results"  # a heading: the block's label
+
+
+def _yaml_values(text: str) -> list[tuple[tuple[str | int, ...], object, int]]:
+    reader = F.YamlLines()
+    events = [ev for no, line in enumerate(text.split("\n"), 1) for ev in reader.feed(line, no)]
+    events += reader.finish()
+    return [(ev.path, ev.value, ev.line) for ev in events if ev.kind == "value"]
+
+
+YAML = """benchmarks:
+- config:
+    strategy:
+      type_: synchronous
+  metrics:
+    ttft:
+      p99: 53.5
+    std_dev: 4.2
+  run_index: 0
+- config:
+    type_: concurrent
+  run_index: 1
+metadata:
+  version: 0.8.1
+"""
+
+
+def test_yaml_paths_and_lines() -> None:
+    assert _yaml_values(YAML) == [
+        (("benchmarks", 0, "config", "strategy", "type_"), "synchronous", 4),
+        (("benchmarks", 0, "metrics", "ttft", "p99"), 53.5, 7),
+        (("benchmarks", 0, "metrics", "std_dev"), 4.2, 8),
+        (("benchmarks", 0, "run_index"), 0, 9),
+        (("benchmarks", 1, "config", "type_"), "concurrent", 11),
+        (("benchmarks", 1, "run_index"), 1, 12),
+        (("metadata", "version"), "0.8.1", 14),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("noise", "after"),
+    [
+        *[
+            (noise, after)
+            for noise in (
+                'INFO:     127.0.0.1:51234 - "POST /generate HTTP/1.1" 200 OK',
+                "WARNING: Retrying after connection broken by ReadTimeoutError",
+            )
+            for after in (1, 8, 9, 12)
+        ],
+        # Where the sequence may go on (after `benchmarks:`, between items) a `- text` line
+        # is an item like any other: only a line deeper than its scalar shows it foreign.
+        ("- a list item of nothing", 8),
+    ],
+)
+def test_a_foreign_line_that_closes_the_open_mappings_is_dropped(noise: str, after: int) -> None:
+    """A log line at indent 0 that reads as a key (or an item) would close every open
+    mapping; the line after it, deeper than its scalar, shows that it was foreign."""
+    lines = YAML.split("\n")
+    noisy = "\n".join([*lines[:after], noise, noise, *lines[after:]])
+    want = [(p, v, n + 2 if n > after else n) for p, v, n in _yaml_values(YAML)]
+    got = _yaml_values(noisy)
+    if after == 12:  # before `metadata:`, a sibling of `benchmarks`: a key like any other
+        got = [g for g in got if g[0][0] in ("benchmarks", "metadata")]
+    assert got == want
+
+
+def test_a_top_level_scalar_after_the_list_is_kept() -> None:
+    text = "benchmarks:\n- run_index: 0\n  id_: a\nversion: 2\nname: x\n"
+    assert _yaml_values(text) == [
+        (("benchmarks", 0, "run_index"), 0, 2),
+        (("benchmarks", 0, "id_"), "a", 3),
+        (("version",), 2, 4),
+        (("name",), "x", 5),
+    ]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sessionlens.parsers import parse_file
+from sessionlens.parsers import parse_file, parse_text
 
 HERE = Path(__file__).resolve().parents[2] / "fixtures" / "formats" / "guidellm"
 
@@ -35,6 +35,56 @@ def test_console_wrapped_at_80_columns_reads_the_mean_before_its_margin() -> Non
     r = parse_file(HERE / "v0.8-console-wrapped-80.log")
     assert values(r, "ttft_ms_mean") == [21.4, 24.8, 31.5]  # `21.4 ± 0` / `.5`, rejoined
     assert values(r, "tpot_ms_p95") == [7.6, 8.0, 8.1]
+
+
+def test_a_line_between_the_pieces_of_a_wrapped_line_is_no_piece() -> None:
+    """A progress bar or log line printed between the two halves of a wrapped row or rule
+    neither fills the terminal's width nor ends at the table's border: it is skipped."""
+    path = HERE / "v0.8-console-wrapped-80.log"
+    lines = path.read_text().split("\n")
+    whole = parse_file(path)
+    bar = "  0%|          | 0/1000 [00:00<00:10,  4.90it/s]"
+    access = 'INFO:     127.0.0.1:51234 - "POST /generate HTTP/1.1" 200 OK'
+    for first in range(len(lines) - 1):
+        if len(lines[first]) != 80:
+            continue  # not the first half of a wrapped line
+        text = "\n".join([*lines[: first + 1], bar, access, *lines[first + 1 :]])
+        r = parse_text(text, format="guidellm", path=path.name)
+        assert list(r.columns.value) == list(whole.columns.value), first
+        assert [b.settings for b in r.sources[0].blocks] == [
+            b.settings for b in whole.sources[0].blocks
+        ]
+
+
+def test_a_row_that_lost_a_piece_is_not_read_shifted() -> None:
+    """Without the second half of `synchronous`, the first half takes the next row's first
+    half as a piece: the joined row has too many cells, so it gives a diagnostic and no
+    value under a column that is not its own."""
+    path = HERE / "v0.8-console-wrapped-80.log"
+    lines = path.read_text().split("\n")
+    assert lines[13].startswith(".5 | 20.3")
+    r = parse_text("\n".join(lines[:13] + lines[14:]), format="guidellm", path=path.name)
+    assert [(d.code, d.line, d.message) for d in r.diagnostics] == [
+        (
+            "unparsed-line",
+            13,
+            "a table row of 18 cells under a header of 13 columns; not read",
+        )
+    ]
+    assert values(r, "ttft_ms_mean") == [31.5]
+    assert values(r, "ttft_ms_p95") == [53.6]  # not 1.9, the next row's latency
+
+
+def test_yaml_noise_at_indent_0_keeps_every_benchmark() -> None:
+    path = HERE / "v0.8-benchmarks.yaml"
+    lines = path.read_text().split("\n")
+    whole = parse_file(path)
+    access = 'INFO:     127.0.0.1:51234 - "POST /generate HTTP/1.1" 200 OK'
+    for after in (1, lines.index("- config:", 2), len(lines) - 6):
+        text = "\n".join([*lines[:after], access, *lines[after:]])
+        r = parse_text(text, format="guidellm", path=path.name)
+        assert sorted(r.columns.value) == sorted(whole.columns.value), after
+        assert len(r.sources[0].blocks) == 3
 
 
 def test_a_cut_report_keeps_the_benchmarks_before_the_cut() -> None:

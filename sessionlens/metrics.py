@@ -243,7 +243,7 @@ _add(
     "tok/s",
     "higher",
     "mean",
-    "output tokens per second of one request (its stream), averaged over requests",
+    "output tokens per second of one request once it streams (1/ITL), averaged over requests",
 )
 _add(
     "output_throughput_per_gpu_tok_s",

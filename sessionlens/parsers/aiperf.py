@@ -137,6 +137,10 @@ _JSON_KEYS = re.compile(
     r'|inter_token_latency|output_token_throughput|spec_decode_[a-z_]+)"\s*:\s*\{'
 )
 _SWEEP_JSON = re.compile(r'"per_combination_metrics"\s*:\s*\[')
+# The run's duration, printed after the tables (`{header}: {avg:.2f} {unit}`).
+_DURATION = re.compile(
+    r"^Benchmark Duration:[ \t]*(?P<v>[\d,]+(?:\.\d*)?)(?:[ \t]+(?P<u>sec|ms|s)\b.*)?$"
+)
 _JSON_UNIT = re.compile(r'"unit"\s*:\s*"(?:ms|requests/sec|tokens/sec|sec|per sec|ratio|%)"')
 
 
@@ -570,6 +574,11 @@ class Reader:
             elif stripped[:1] in "\u2514\u2517\u2570":
                 self._columns = []
             return
+        m = _DURATION.match(stripped)
+        if m is not None and self._block is not None:
+            yield from self._flush_row()
+            yield from self._duration(ln, m)
+            return
         row = box_row(stripped)
         if row is None:
             # A line that is no part of the table (a log line another thread printed, a blank
@@ -591,6 +600,23 @@ class Reader:
             self._row = (ln, [cells[0]], values, ln.cut or not row.closed)
         elif self._row is not None:
             self._row[1].append(cells[0])
+
+    def _duration(self, ln: Line, m: re.Match[str]) -> Iterator[Record]:
+        """`Benchmark Duration: 8.32 sec`, printed under the tables: its unit ends the value."""
+        tag = TAGS["benchmark_duration"]
+        what = "Benchmark Duration"
+        if m["u"] is None:  # no unit after the number: the line was cut in or after it
+            if ln.cut:
+                self.ctx.warn(
+                    ln.no,
+                    "truncated-value",
+                    f"block {self._block}: the value of {what!r} is cut ({m['v']!r}); "
+                    "no sample taken",
+                )
+            return
+        num = self._number(ln, m["v"], cut=False, what=what)
+        if num is not None:
+            yield from self._sample(tag, "avg", m["u"], num[0], num[1], ln.no, what)
 
     def _flush_row(self) -> Iterator[Record]:
         if self._row is None or self._block is None:

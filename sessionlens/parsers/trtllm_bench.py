@@ -32,7 +32,10 @@ ROWS: dict[str, tuple[str, str]] = {
     "total latency (ms)": ("benchmark_duration_s", "ms"),
     "total latency (seconds)": ("benchmark_duration_s", "s"),
     "average request latency (ms)": ("e2e_latency_ms_mean", "ms"),
-    "per user output throughput [w/ ctx] (tps/user)": ("output_throughput_per_user_tok_s", ""),
+    # A request's output tokens over its generation time (1/TPOT), averaged over requests:
+    # AIPerf's `output_token_throughput_per_user` (1/ITL). `Per User Output Throughput
+    # [w/ ctx]` divides by the whole request latency, prefill included: another quantity.
+    "per user output speed (tps/user)": ("output_throughput_per_user_tok_s", ""),
     "per gpu output throughput (tps/gpu)": ("output_throughput_per_gpu_tok_s", ""),
     "average time-to-first-token [ttft] (ms)": ("ttft_ms_mean", "ms"),
     "average time-per-output-token [tpot] (ms)": ("tpot_ms_mean", "ms"),
@@ -71,7 +74,7 @@ JSON_METRICS: dict[tuple[str, str], str] = {
     ("performance", "request_throughput_req_s"): "request_throughput_req_s",
     ("performance", "system_output_throughput_tok_s"): "output_throughput_tok_s",
     ("performance", "system_total_throughput_tok_s"): "total_throughput_tok_s",
-    ("performance", "output_throughput_per_user_tok_s"): "output_throughput_per_user_tok_s",
+    ("streaming_metrics", "token_output_speed_tok_s"): "output_throughput_per_user_tok_s",
     ("performance", "output_throughput_per_gpu_tok_s"): "output_throughput_per_gpu_tok_s",
     ("streaming_metrics", "avg_ttft_ms"): "ttft_ms_mean",
     ("streaming_metrics", "avg_tpot_ms"): "tpot_ms_mean",
@@ -156,7 +159,7 @@ class Reader:
             return
         m = _BREAKDOWN.match(text)
         if m is not None and self._block is not None:
-            yield from self._breakdown(ln, m["fam"].lower(), m["stat"].lower(), m["value"])
+            yield from self._breakdown(ln, m["fam"], m["stat"], m["value"])
             return
         m = _ROW.match(text)
         if m is not None and self._section is not None and self._block is not None:
@@ -228,13 +231,14 @@ class Reader:
         self._note_unknown(label)
 
     def _breakdown(self, ln: Line, fam: str, stat: str, raw: str) -> Iterator[Record]:
-        family = FAMILIES.get(fam)
-        name = BREAKDOWN_STATS.get(stat)
+        family = FAMILIES.get(fam.lower())
+        name = BREAKDOWN_STATS.get(stat.lower())
+        label = f"[{fam}] {stat}"  # as printed, for messages
         if family is None or name is None:
-            self._note_unknown(f"[{fam.upper()}] {stat.upper()}")
+            self._note_unknown(label)
             return
         unit = "" if family == "request_accept_length" else self._sub_unit
-        yield from self._value(ln, f"{family}_{name}", unit, raw, f"[{fam.upper()}] {stat.upper()}")
+        yield from self._value(ln, f"{family}_{name}", unit, raw, label)
 
     def _number(self, ln: Line, raw: str, label: str) -> float | None:
         text = raw.strip().rstrip("%")

@@ -65,6 +65,20 @@ def test_console_at_80_columns_reads_wrapped_labels_and_never_a_cut_value() -> N
     )
 
 
+def test_console_benchmark_duration_line() -> None:
+    """`Benchmark Duration: 8.32 sec` under the tables is the run's duration; cut before its
+    unit, it is no sample."""
+    r = parse_file(HERE / "v0.13-console-80-columns-ansi-prompt.log")
+    assert values(r, "benchmark_duration_s") == [8.32]
+    text = (HERE / "v0.13-console-80-columns-ansi-prompt.log").read_text()
+    cut = text[: text.index("Benchmark Duration: 8.3") + len("Benchmark Duration: 8.3")]
+    r = parse_text(cut, format="aiperf", path="cut.log")
+    assert values(r, "benchmark_duration_s") == []
+    assert r.diagnostics[-2].message == (
+        "block 0: the value of 'Benchmark Duration' is cut ('8.3'); no sample taken"
+    )
+
+
 def test_thousands_separators_and_per_sec() -> None:
     r = parse_file(HERE / "genai-perf-0.0.16-thousands-separators.csv")
     assert values(r, "e2e_latency_ms_mean") == [3252.08]  # `"3,252.08"`

@@ -64,3 +64,16 @@ def test_report_json_uses_the_same_names() -> None:
 def test_sniff() -> None:
     assert trtllm_bench.sniff("= PERFORMANCE OVERVIEW\n", "x.log") == 1.0
     assert trtllm_bench.sniff("============ Serving Benchmark Result ============\n", "x") == 0
+
+
+def test_per_user_throughput_is_the_generation_speed_as_aiperf_means_it() -> None:
+    """AIPerf's per-user throughput is 1/ITL; trtllm-bench's `Per User Output Speed` (JSON
+    `token_output_speed_tok_s`) is that quantity. `Per User Output Throughput [w/ ctx]`
+    (JSON `performance.output_throughput_per_user_tok_s`) divides by the whole request
+    latency, prefill included: not the same figure, so it is not read under that name."""
+    log = parse_file(HERE / "v1.0-pytorch-streaming-eagle3-two-reports.log")
+    js = parse_file(HERE / "v1.0-report_json.json")
+    assert values(log, "output_throughput_per_user_tok_s") == [89.0372, 89.0372]
+    assert values(js, "output_throughput_per_user_tok_s") == [89.0372]
+    assert "'Per User Output Throughput [w/ ctx] (tps/user)'" in log.diagnostics[0].message
+    assert "'performance.output_throughput_per_user_tok_s'" in js.diagnostics[0].message

@@ -72,8 +72,15 @@ THROUGHPUT = {
 }
 COLUMN_STATS = {"mean": "mean", "mdn": "median", "median": "median", "p95": "p95", "std dev": "std"}
 _STRATEGY = re.compile(
-    r"^(?P<t>synchronous|throughput|concurrent|constant|poisson|sweep)(?:@(?P<v>[\d.]+))?$"
+    r"^(?P<t>synchronous|throughput|concurrent|constant|poisson|sweep)(?:@(?P<v>[\w.]+))?$"
 )
+# A report's strategy object (`config.strategy` in 0.8, `args.strategy` in 0.3) -> settings.
+_STRATEGY_KEYS = {
+    "type_": "strategy",
+    "rate": "request_rate",
+    "streams": "max_concurrency",
+    "max_concurrency": "max_concurrency",
+}
 _SNIFF_JSON = re.compile(r'"(?:benchmarks)"\s*:\s*\[|"type_"\s*:\s*"generative_benchmark"')
 _SNIFF_TEXT = re.compile(
     r"generative_benchmark|guidellm|Request Latency Statistics|Server Throughput Statistics"
@@ -94,18 +101,35 @@ def sniff(head: str, name: str) -> float:
     return 0.0
 
 
+# What a strategy implies beyond the number it prints, as `vllm bench serve` would say it
+# (so one load point reads the same from either client): synchronous is one request at a time
+# sent as soon as the last one ends, concurrent@N keeps N in flight, throughput sends them
+# all at once; each of them issues requests without a rate limit (`request_rate=inf`).
+# Throughput's concurrency is unlimited unless capped (`throughput@64`): it is stated, since
+# a load key a block leaves out reads as "not printed", and a sweep's synchronous and
+# throughput benchmarks would then be one load point.
+_IMPLIED: dict[str, list[tuple[str, object]]] = {
+    "synchronous": [("max_concurrency", 1), ("request_rate", "inf")],
+    "concurrent": [("request_rate", "inf")],
+    "throughput": [("request_rate", "inf"), ("max_concurrency", "inf")],
+}
+
+
 def _strategy_settings(text: str) -> list[tuple[str, object]]:
-    """`concurrent@16` -> strategy and max_concurrency; `constant@5.00` -> request_rate."""
+    """`concurrent@16` -> strategy and max_concurrency; `constant@5.00` -> request_rate; the
+    load each implies (`_IMPLIED`); `throughput@64` caps concurrency, `@unlimited` does not."""
     m = _STRATEGY.match(text.strip())
     if m is None:
         return [("strategy", text.strip())]
-    out: list[tuple[str, object]] = [("strategy", m["t"])]
-    if m["t"] == "synchronous":
-        out.append(("max_concurrency", 1))
-    elif m["t"] == "concurrent" and m["v"]:
-        out.append(("max_concurrency", int(float(m["v"]))))
-    elif m["t"] in ("constant", "poisson") and m["v"]:
-        out.append(("request_rate", float(m["v"])))
+    number = m["v"] if m["v"] and re.fullmatch(r"\d+(?:\.\d*)?", m["v"]) else None
+    implied = _IMPLIED.get(m["t"], [])
+    if number is not None:  # the printed cap replaces an implied one
+        implied = [(k, v) for k, v in implied if k != "max_concurrency" or m["t"] == "synchronous"]
+    out: list[tuple[str, object]] = [("strategy", m["t"]), *implied]
+    if m["t"] in ("concurrent", "throughput") and number is not None:
+        out.append(("max_concurrency", int(float(number))))
+    elif m["t"] in ("constant", "poisson") and number is not None:
+        out.append(("request_rate", float(number)))
     return out
 
 
@@ -117,6 +141,7 @@ class Reader:
         self.mode = mode
         self._doc: JsonLines | YamlLines = YamlLines() if mode == "yaml" else JsonLines()
         self._blocks: dict[int, int] = {}  # benchmark index -> block
+        self._capped: set[int] = set()  # blocks whose strategy printed its concurrency
         self._last: Line | None = None
         # CSV / console tables
         self._header: list[list[str]] = []
@@ -198,9 +223,16 @@ class Reader:
             return
         if ev.kind != "value":
             return
-        if rest[-2:-1] == ("strategy",) and rest[-1] in ("type_", "rate", "streams"):
-            key = {"type_": "strategy", "rate": "request_rate", "streams": "max_concurrency"}
-            yield Setting(key[rest[-1]], ev.value, ev.line, block)
+        if rest[-2:-1] == ("strategy",) and rest[-1] in _STRATEGY_KEYS:
+            key = _STRATEGY_KEYS[rest[-1]]
+            if ev.value is not None:  # `max_concurrency: null`: throughput without a cap
+                yield Setting(key, ev.value, ev.line, block)
+                if key == "max_concurrency":
+                    self._capped.add(block)
+            if rest[-1] == "type_" and isinstance(ev.value, str):
+                for key, value in _IMPLIED.get(ev.value, []):
+                    if key != "max_concurrency" or block not in self._capped:
+                        yield Setting(key, value, ev.line, block)
             return
         if rest[-2:-1] == ("request_totals",) and _is_number(ev.value):
             name = {"successful": "successful_requests", "errored": "failed_requests"}.get(rest[-1])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sessionlens import _load
 from sessionlens.parsers import aiperf, detect, parse_file, parse_text
 
 HERE = Path(__file__).resolve().parents[2] / "fixtures" / "formats" / "aiperf"
@@ -92,6 +93,8 @@ def test_sweep_entries_are_load_points() -> None:
         blocks = r.sources[0].blocks
         assert [b.settings["max_concurrency"] for b in blocks] == [8, 16, 32], name
         assert values(r, "ttft_ms_p99") == [32.85, 68.82, 190.41], name
+        points = _load.load_points((name, b.block, b.settings) for b in blocks)
+        assert list(points.values()) == [f"max_concurrency={c}" for c in (8, 16, 32)], name
 
 
 def test_a_label_cut_by_rich_names_a_tag_only_when_one_fits() -> None:

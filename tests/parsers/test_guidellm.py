@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sessionlens.parsers import parse_file, parse_text
+from sessionlens import _load
+from sessionlens.parsers import guidellm, parse_file, parse_text
 
 HERE = Path(__file__).resolve().parents[2] / "fixtures" / "formats" / "guidellm"
 
@@ -21,6 +22,77 @@ def test_each_benchmark_is_a_load_point() -> None:
         assert [b["strategy"] for b in blocks] == ["synchronous", "constant", "concurrent"], name
         assert blocks[1]["request_rate"] == 5.0, name
         assert blocks[2]["max_concurrency"] == 16, name
+
+
+def _loads(result) -> list[str]:
+    src = result.sources[0]
+    points = _load.load_points((src.path, b.block, b.settings) for b in src.blocks)
+    return [points.get((src.path, b.block), "") for b in src.blocks]
+
+
+def test_every_export_gives_each_benchmark_its_own_load_point() -> None:
+    """The strategy is the load point, read the same from JSON, YAML, CSV and console, and
+    as `vllm bench serve` would state it (synchronous: one in flight, no rate limit)."""
+    want = [
+        "max_concurrency=1, request_rate=inf",
+        "request_rate=5",
+        "max_concurrency=16, request_rate=inf",
+    ]
+    for name in (
+        "v0.8-benchmarks.json",
+        "v0.8-benchmarks.yaml",
+        "v0.8-benchmarks.csv",
+        "v0.8-console-wrapped-80.log",
+    ):
+        assert _loads(parse_file(HERE / name)) == want, name
+    assert _loads(parse_file(HERE / "v0.3-benchmarks-cut.json")) == [
+        "request_rate=inf",
+        "request_rate=5",
+    ]
+
+
+def test_strategy_texts() -> None:
+    assert guidellm._strategy_settings("throughput@unlimited") == [
+        ("strategy", "throughput"),
+        ("request_rate", "inf"),
+        ("max_concurrency", "inf"),
+    ]
+    assert guidellm._strategy_settings("throughput@64") == [
+        ("strategy", "throughput"),
+        ("request_rate", "inf"),
+        ("max_concurrency", 64),
+    ]
+    assert guidellm._strategy_settings("poisson@2.50") == [
+        ("strategy", "poisson"),
+        ("request_rate", 2.5),
+    ]
+    assert guidellm._strategy_settings("trace@1.00") == [("strategy", "trace@1.00")]
+    # a `--profile sweep`: synchronous, throughput, then constant rates between them
+    sweep = ["synchronous", "throughput@unlimited", "constant@1.00", "constant@2.00"]
+    blocks = [("s", i, dict(guidellm._strategy_settings(t))) for i, t in enumerate(sweep)]
+    assert list(_load.load_points(blocks).values()) == [
+        "max_concurrency=1, request_rate=inf",
+        "max_concurrency=inf, request_rate=inf",
+        "request_rate=1",
+        "request_rate=2",
+    ]
+
+
+def test_a_sweep_s_throughput_benchmark_is_a_load_point_of_its_own() -> None:
+    text = (
+        (HERE / "v0.8-benchmarks.json")
+        .read_text()
+        .replace('"type_": "synchronous"', '"type_": "throughput", "max_concurrency": null')
+    )
+    r = parse_text(text, format="guidellm", path="benchmarks.json")
+    assert _loads(r) == [
+        "max_concurrency=inf, request_rate=inf",
+        "request_rate=5",
+        "max_concurrency=16, request_rate=inf",
+    ]
+    capped = text.replace('"max_concurrency": null', '"max_concurrency": 64')
+    r = parse_text(capped, format="guidellm", path="benchmarks.json")
+    assert _loads(r)[0] == "max_concurrency=64, request_rate=inf"
 
 
 def test_json_and_yaml_agree_and_seconds_become_ms() -> None:

@@ -53,3 +53,9 @@ def rows_csv(result: ParseResult) -> str:
 
 def diag_text(result: ParseResult) -> str:
     return "".join(f"{d}\n" for d in result.diagnostics)
+
+
+def values(result: ParseResult, metric: str) -> list[float]:
+    """The values of one metric, in file order (the parser tests' usual question)."""
+    c = result.columns
+    return [v for m, v in zip(c.metric, c.value, strict=True) if m == metric]

@@ -901,7 +901,7 @@ class BlockReader:
                 self._label = b.label
             return
         if b.unknown:
-            shown = _not_read([label for _, label in b.unknown], "row")
+            shown = not_read([label for _, label in b.unknown], "row")
             self.ctx.warn(b.unknown[0][0], "unknown-row", f"block {b.index}: {shown}")
 
     def _row(self, ln: Line, row: _Row, stripped: str) -> Iterator[Record]:
@@ -1244,7 +1244,7 @@ class BlockReader:
                     yield Setting(k, v, at, block)
         if unread:
             self.ctx.count("unknown-field", len(unread))
-            self.ctx.warn(line, "unknown-field", f"record {block}: {_not_read(unread, 'result')}")
+            self.ctx.warn(line, "unknown-field", f"record {block}: {not_read(unread, 'result')}")
 
     def _positions(
         self, at: int, block: int, key: str, value: list[Any], where: dict[str, int]
@@ -1340,12 +1340,30 @@ def flatten(key: str, value: Any) -> Iterator[tuple[str, JSON]]:
         yield key, _json_setting(value)
 
 
-def _not_read(names: list[str], what: str) -> str:
+def not_read(names: list[str], what: str) -> str:
     """`3 rows not read: 'a', 'b', 'c'` (the first few named)."""
     n = len(names)
     shown = ", ".join(repr(name) for name in names[:_MAX_UNKNOWN_SHOWN])
     more = f" and {n - _MAX_UNKNOWN_SHOWN} more" if n > _MAX_UNKNOWN_SHOWN else ""
     return f"{n} {what}{'s' if n > 1 else ''} not read: {shown}{more}"
+
+
+class Unread:
+    """The rows or fields of each block that no alias maps, each named once, in the order
+    met; said once per block when the source ends (`warn`), not once per line."""
+
+    def __init__(self) -> None:
+        self._names: dict[int, list[str]] = {}
+
+    def note(self, block: int, name: str) -> None:
+        found = self._names.setdefault(block, [])
+        if name not in found:
+            found.append(name)
+
+    def warn(self, ctx: ParseContext, what: str, code: str) -> None:
+        """One `code` diagnostic per block: `block 0: 3 rows not read: ...`."""
+        for block, names in sorted(self._names.items()):
+            ctx.warn(None, code, f"block {block}: {not_read(names, what)}")
 
 
 def _label_of(text: str) -> str | None:

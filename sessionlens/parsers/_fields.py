@@ -13,7 +13,7 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from .._lines import Line
 
@@ -393,6 +393,11 @@ def read_value(text: str, start: int, end: int, ln: Line, decimals: int | None) 
     num = read_number(raw, at_end=at_end, line_cut=ln.cut, decimals=decimals if at_end else None)
     pct = text.startswith("%", stop)
     return Read(num.value, num.cut, pct, raw), stop
+
+
+def is_number(value: object) -> TypeGuard[int | float]:
+    """Whether a JSON or YAML scalar is a number (`true` is no 1)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 # ------------------------------------------------------------------ JSON with line numbers

@@ -19,9 +19,9 @@ from typing import Any
 from .._lines import Line, SourceText
 from ..model import BlockStart, Record, Sample, Setting
 from . import _fields
-from ._blocks import setting_value
+from ._blocks import Unread, setting_value
 from ._fields import JsonEvent, JsonLines, box_row, is_box_rule
-from .base import ParseContext
+from .base import ParseContext, read_lines
 
 format_id = "aiperf"
 priority = 14
@@ -119,7 +119,6 @@ _CONFIG_LOAD: dict[tuple[str, ...], str] = {
     ("synthetic_input_tokens_mean",): "input_len",
     ("output_tokens_mean",): "output_len",
 }
-_MAX_SHOWN = 5
 _SWEEP_SECTIONS = frozenset({"Best Configurations", "Pareto Optimal Points", "Metadata"})
 
 # ------------------------------------------------------------------ sniff
@@ -235,7 +234,7 @@ class Reader:
         self._json = JsonLines()
         self._blocks = 0
         self._block: int | None = None
-        self._unknown: dict[int, list[str]] = {}
+        self._unknown = Unread()
         self._metric: _Metric | None = None
         self._skipped = 0
         self._doc_line = 1
@@ -273,10 +272,10 @@ class Reader:
                 f"{self._skipped} line{'s' if self._skipped > 1 else ''} inside the JSON "
                 "document are not JSON; skipped",
             )
-        for block, names in sorted(self._unknown.items()):
-            what = "row" if self.mode != "json" else "metric"
-            code = "unknown-row" if self.mode != "json" else "unknown-field"
-            self.ctx.warn(None, code, f"block {block}: {_not_read(names, what)}")
+        if self.mode == "json":
+            self._unknown.warn(self.ctx, "metric", "unknown-field")
+        else:
+            self._unknown.warn(self.ctx, "row", "unknown-row")
 
     def _new_block(self, line: int) -> Iterator[Record]:
         self._block = self._blocks
@@ -285,9 +284,7 @@ class Reader:
 
     def _note_unknown(self, name: str) -> None:
         assert self._block is not None
-        found = self._unknown.setdefault(self._block, [])
-        if name not in found:
-            found.append(name)
+        self._unknown.note(self._block, name)
 
     def _sample(
         self, tag: _Tag, stat: str, unit: str, value: float, raw: str, line: int, what: str
@@ -386,7 +383,7 @@ class Reader:
             return
         if member in _IGNORED_STATS or (stat is not None and member != "mean"):
             return
-        if not isinstance(ev.value, int | float) or isinstance(ev.value, bool):
+        if not _fields.is_number(ev.value):
             return
         the_stat = stat if stat is not None else member
         if m.unit is None:
@@ -646,13 +643,6 @@ def _setting(value: Any) -> Any:
     return value
 
 
-def _not_read(names: list[str], what: str) -> str:
-    n = len(names)
-    shown = ", ".join(repr(name) for name in names[:_MAX_SHOWN])
-    more = f" and {n - _MAX_SHOWN} more" if n > _MAX_SHOWN else ""
-    return f"{n} {what}{'s' if n > 1 else ''} not read: {shown}{more}"
-
-
 def _mode(src: SourceText) -> str:
     head = _fields.strip_head(src.head)
     if _TITLE.search(head) or _CONSOLE_HEAD.search(head):
@@ -665,6 +655,4 @@ def _mode(src: SourceText) -> str:
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
     """Records of one AIPerf / GenAI-Perf export or console paste, in line order."""
     reader = Reader(ctx, _mode(src))
-    for ln in src.lines():
-        yield from reader.feed(ln)
-    yield from reader.finish()
+    return read_lines(reader, src)

@@ -18,7 +18,7 @@ from .._lines import Line, SourceText
 from ..model import BlockStart, Record, Sample, Setting
 from . import _fields
 from ._fields import JsonEvent, JsonLines, YamlLines, box_row, is_box_rule
-from .base import ParseContext
+from .base import ParseContext, read_lines
 
 format_id = "guidellm"
 priority = 12
@@ -234,16 +234,15 @@ class Reader:
                     if key != "max_concurrency" or block not in self._capped:
                         yield Setting(key, value, ev.line, block)
             return
-        if rest[-2:-1] == ("request_totals",) and _is_number(ev.value):
+        if rest[-2:-1] == ("request_totals",) and _fields.is_number(ev.value):
             name = {"successful": "successful_requests", "errored": "failed_requests"}.get(rest[-1])
             if name is not None:
-                assert isinstance(ev.value, int | float)
                 yield Sample(name, float(ev.value), ev.line, block)
             return
         if len(rest) < 4 or rest[0] != "metrics" or rest[2] != "successful":
             return  # other statuses (incomplete, errored, total) are not the run's figures
         found = DISTRIBUTIONS.get(rest[1])
-        if found is None or not _is_number(ev.value):
+        if found is None or not _fields.is_number(ev.value):
             return
         stat = (
             STATS.get(rest[3])
@@ -255,7 +254,6 @@ class Reader:
         name, unit, mean_only = found
         if stat is None or (mean_only and stat != "mean"):
             return
-        assert isinstance(ev.value, int | float)
         metric = name if mean_only else f"{name}_{stat}"
         yield from self._sample(
             block, metric, unit, float(ev.value), ev.line, ".".join(rest), ev.raw
@@ -408,10 +406,6 @@ def _column_metric(group: str, name: str, stat: str) -> tuple[str, str] | None:
     return f"{family}_{key}", unit
 
 
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def _mode(src: SourceText) -> str:
     head = _fields.strip_head(src.head)
     if re.search(r"^benchmarks:\s*$", head, re.M):
@@ -426,6 +420,4 @@ def _mode(src: SourceText) -> str:
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
     """Records of one guidellm report or console paste, in line order."""
     reader = Reader(ctx, _mode(src))
-    for ln in src.lines():
-        yield from reader.feed(ln)
-    yield from reader.finish()
+    return read_lines(reader, src)

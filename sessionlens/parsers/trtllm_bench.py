@@ -16,9 +16,9 @@ from .._lines import Line, SourceText
 from ..metrics import slug
 from ..model import BlockStart, Record, Sample, Setting
 from . import _fields
-from ._blocks import setting_value
+from ._blocks import Unread, setting_value
 from ._fields import JsonEvent, JsonLines
-from .base import ParseContext
+from .base import ParseContext, read_lines
 
 format_id = "trtllm-bench"
 priority = 13
@@ -109,7 +109,6 @@ _SNIFF = re.compile(
     re.M,
 )
 _SNIFF_JSON = re.compile(r'"(?:world_info|request_info)"\s*:\s*\{')
-_MAX_SHOWN = 5
 
 
 def sniff(head: str, name: str) -> float:
@@ -135,7 +134,7 @@ class Reader:
         self._sub_unit = "ms"
         self._seen: set[str] = set()
         self._perf_seen = False
-        self._unknown: dict[int, list[str]] = {}
+        self._unknown = Unread()
         self._pending_header: int | None = None
         self._last: Line | None = None
 
@@ -172,17 +171,10 @@ class Reader:
                 "truncated-output",
                 "the JSON report is cut here; the values before the cut are kept",
             )
-        for block, names in sorted(self._unknown.items()):
-            n = len(names)
-            shown = ", ".join(repr(x) for x in names[:_MAX_SHOWN])
-            more = f" and {n - _MAX_SHOWN} more" if n > _MAX_SHOWN else ""
-            what = "field" if self.json_mode else "row"
-            code = "unknown-field" if self.json_mode else "unknown-row"
-            self.ctx.warn(
-                None,
-                code,
-                f"block {block}: {n} {what}{'s' if n > 1 else ''} not read: {shown}{more}",
-            )
+        if self.json_mode:
+            self._unknown.warn(self.ctx, "field", "unknown-field")
+        else:
+            self._unknown.warn(self.ctx, "row", "unknown-row")
         yield from ()
 
     # ---------------------------------------------------------------- text report
@@ -299,11 +291,8 @@ class Reader:
         yield Sample(metric, value, line, self._block)
 
     def _note_unknown(self, name: str) -> None:
-        if self._block is None:
-            return
-        found = self._unknown.setdefault(self._block, [])
-        if name not in found:
-            found.append(name)
+        if self._block is not None:
+            self._unknown.note(self._block, name)
 
     # ---------------------------------------------------------------- --report_json
 
@@ -331,11 +320,11 @@ class Reader:
             load = JSON_LOAD.get((top, key))
             if metric is not None:
                 yield from self._json_number(ev, metric, dotted)
-            elif load is not None and _is_number(ev.value):
+            elif load is not None and _fields.is_number(ev.value):
                 yield Setting(load, ev.value, ev.line, self._block)
             elif top in ("engine", "world_info", "decoding_stats"):
                 yield Setting(f"{top}.{key}", _plain(ev.value), ev.line, self._block)
-            elif top in ("performance", "streaming_metrics", "request_info") and _is_number(
+            elif top in ("performance", "streaming_metrics", "request_info") and _fields.is_number(
                 ev.value
             ):
                 self._note_unknown(dotted)
@@ -347,15 +336,10 @@ class Reader:
                 yield from self._json_number(ev, f"{family}_{stat}", dotted)
 
     def _json_number(self, ev: JsonEvent, metric: str, what: str) -> Iterator[Record]:
-        if not _is_number(ev.value):
+        if not _fields.is_number(ev.value):
             return
-        assert isinstance(ev.value, int | float)
         unit = "ms" if metric == "benchmark_duration_s" else ""
         yield from self._sample(ev.line, metric, unit, float(ev.value), what)
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 def _plain(value: object) -> object:
@@ -370,6 +354,4 @@ def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
     reader = Reader(
         ctx, json_mode=_SNIFF.search(head) is None and _SNIFF_JSON.search(head) is not None
     )
-    for ln in src.lines():
-        yield from reader.feed(ln)
-    yield from reader.finish()
+    return read_lines(reader, src)

@@ -6,13 +6,9 @@ from pathlib import Path
 
 from sessionlens import _load
 from sessionlens.parsers import aiperf, detect, parse_file, parse_text
+from tests.fixture_cases import values
 
 HERE = Path(__file__).resolve().parents[2] / "fixtures" / "formats" / "aiperf"
-
-
-def values(result, metric: str) -> list[float]:
-    c = result.columns
-    return [v for m, v in zip(c.metric, c.value, strict=True) if m == metric]
 
 
 def test_json_0_13_maps_tags_units_and_spec_decode() -> None:

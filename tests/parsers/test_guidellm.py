@@ -6,13 +6,9 @@ from pathlib import Path
 
 from sessionlens import _load
 from sessionlens.parsers import guidellm, parse_file, parse_text
+from tests.fixture_cases import values
 
 HERE = Path(__file__).resolve().parents[2] / "fixtures" / "formats" / "guidellm"
-
-
-def values(result, metric: str) -> list[float]:
-    c = result.columns
-    return [v for m, v in zip(c.metric, c.value, strict=True) if m == metric]
 
 
 def test_each_benchmark_is_a_load_point() -> None:

@@ -5,13 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from sessionlens.parsers import parse_file, parse_text, trtllm_bench
+from tests.fixture_cases import values
 
 HERE = Path(__file__).resolve().parents[2] / "fixtures" / "formats" / "trtllm-bench"
-
-
-def values(result, metric: str) -> list[float]:
-    c = result.columns
-    return [v for m, v in zip(c.metric, c.value, strict=True) if m == metric]
 
 
 def test_0_12_tab_rows_and_seconds() -> None:

@@ -96,8 +96,12 @@ def sniff(head: str, name: str) -> float:
         a.search(text) and b.search(text) for a, b in _SNIFF_JSON
     ):
         return 1.0
-    if _SNIFF_SAVE_RESULT.search(text) and re.search(r'^\s*"request_throughput"\s*:', text, re.M):
-        return 1.0  # a `--save-result` document over several lines
+    # a `--save-result` document over several lines: its request_throughput is a number
+    # (GenAI-Perf's export has `endpoint_type` too, and a request_throughput object)
+    if _SNIFF_SAVE_RESULT.search(text) and re.search(
+        r'^\s*"request_throughput"\s*:\s*[-\d]', text, re.M
+    ):
+        return 1.0
     return 0.0
 
 

@@ -120,3 +120,13 @@ def test_sniff_leaves_other_formats_alone() -> None:
     assert detect("============ Serving Benchmark Result ============\n", "x.log") != "aiperf"
     assert aiperf.sniff('{"request_throughput": 4.2, "mean_ttft_ms": 12.0}\n', "x.json") == 0
     assert aiperf.sniff("Metric,Value\nfoo,1\n", "notes.csv") == 0
+
+
+def test_a_genai_perf_export_is_not_a_vllm_save_result() -> None:
+    """Its `input_config` has `endpoint_type` as a `--save-result` document does, but its
+    `request_throughput` is a metric object, not a number."""
+    from sessionlens.parsers import vllm_bench_result
+
+    head = (HERE / "genai-perf-0.0.16-profile_export_genai_perf.json").read_text()
+    assert vllm_bench_result.sniff(head, "profile_export_genai_perf.json") == 0.0
+    assert detect(head, "profile_export_genai_perf.json") == "aiperf"

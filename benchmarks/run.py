@@ -5,6 +5,8 @@ hand-written parser, in one run; print Markdown tables (time, ratio to grep, pea
     python3 benchmarks/run.py --sizes 1G         # the 1 GB run
     python3 benchmarks/run.py --full             # scaling: 100 MB, 300 MB and 1 GB
     python3 benchmarks/run.py --sizes 1G --tp 1  # a log where only rank 0 prints
+    python3 benchmarks/run.py --shapes all       # every log shape (gen_shapes.py), 256 MB each
+    python3 benchmarks/run.py --shapes all --against /work/main   # and another tree, alternating
 
 Generated logs are cached in --workdir (default /tmp/sessionlens-bench), never in the repo.
 sessionlens runs as `python -m sessionlens` from this working tree. Peak RSS is each child
@@ -31,6 +33,7 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import gen_sglang_log as gen  # noqa: E402
+import gen_shapes  # noqa: E402
 
 GREP = ["grep", "-c", "Decode batch"]
 
@@ -39,6 +42,7 @@ GREP = ["grep", "-c", "Decode batch"]
 class Timing:
     seconds: float
     rss_mb: float
+    cpu: float = 0.0  # user + system CPU-seconds (GNU time), 0 when unknown
 
 
 GNU_TIME = Path("/usr/bin/time")  # for a clean peak RSS (see run_once)
@@ -56,11 +60,15 @@ def run_once(cmd: list[str], env: dict[str, str] | None = None) -> Timing:
     rss_path = out_path.with_suffix(".rss")
     wrapped = cmd
     if GNU_TIME.exists():
-        wrapped = [str(GNU_TIME), "-f", "%M", "-o", str(rss_path), *cmd]
+        wrapped = [str(GNU_TIME), "-f", "%M %U %S", "-o", str(rss_path), *cmd]
     with out_path.open("wb") as out:
         sink = subprocess.DEVNULL if cmd[0] == "cat" else out
         start = time.perf_counter()
-        proc = subprocess.Popen(wrapped, stdout=sink, stderr=subprocess.DEVNULL, env=env)
+        # run from a neutral folder: `python -m` puts the working folder first on sys.path,
+        # before the PYTHONPATH that picks the tree measured
+        proc = subprocess.Popen(
+            wrapped, stdout=sink, stderr=subprocess.DEVNULL, env=env, cwd=tempfile.gettempdir()
+        )
         _, status, usage = os.wait4(proc.pid, 0)
         seconds = time.perf_counter() - start
     proc.returncode = os.waitstatus_to_exitcode(status)
@@ -68,21 +76,32 @@ def run_once(cmd: list[str], env: dict[str, str] | None = None) -> Timing:
     if proc.returncode != 0:
         raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}")
     rss_kb = usage.ru_maxrss  # KiB on Linux
+    cpu = usage.ru_utime + usage.ru_stime
     if wrapped is not cmd:
-        rss_kb = int(rss_path.read_text().split()[-1])
+        rss, user, system = rss_path.read_text().split()[-3:]
+        rss_kb, cpu = int(rss), float(user) + float(system)
         rss_path.unlink()
-    return Timing(seconds, rss_kb / 1024)
+    return Timing(seconds, rss_kb / 1024, cpu)
 
 
 def measure(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> Timing:
     """Median time and largest peak RSS over `repeat` runs."""
     runs = [run_once(cmd, env) for _ in range(max(repeat, 1))]
-    return Timing(statistics.median(r.seconds for r in runs), max(r.rss_mb for r in runs))
+    return summary(runs)
 
 
-def sessionlens_env() -> dict[str, str]:
+def summary(runs: list[Timing]) -> Timing:
+    """Median time and CPU, largest peak RSS."""
+    return Timing(
+        statistics.median(r.seconds for r in runs),
+        max(r.rss_mb for r in runs),
+        statistics.median(r.cpu for r in runs),
+    )
+
+
+def sessionlens_env(root: Path = ROOT) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(root) + os.pathsep + env.get("PYTHONPATH", "")
     return env
 
 
@@ -200,6 +219,53 @@ def sessions(total: int, counts: list[int], args: argparse.Namespace, env: dict[
         sys.stdout.flush()
 
 
+def shapes(names: list[str], args: argparse.Namespace, env: dict[str, str]) -> None:
+    """Every log shape side by side: grep, then `parse --format parquet` (and `report` on a
+    session holding the log, with `--shape-report`) of this tree and, with `--against`, of
+    another tree, run in turn (A B A B ...) so both see the same moments of a busy machine.
+    Ratios are to grep over the same log in the same run (timed in milliseconds)."""
+    work = Path(args.workdir)
+    size = gen.parse_size(args.shape_size)
+    trees = [("this tree", env)]
+    if args.against:
+        trees.append((Path(args.against).name, sessionlens_env(Path(args.against).resolve())))
+    commands = ["parse"] + (["report"] if args.shape_report else [])
+    head = "| shape | MB | grep (ms) |" + "".join(
+        f" {cmd} {tree}: s/GB | × grep | CPU-s | RSS (MB) |" for cmd in commands for tree, _ in trees
+    )
+    print(f"\n### Log shapes of {fmt_size(size)} (median of {args.repeat})\n")
+    print(head)
+    print("|---|---:|---:|" + "---:|---:|---:|---:|" * (len(commands) * len(trees)))
+    for name in names:
+        log = gen_shapes.cached(name, size, str(work / "shapes"))
+        session = work / f"session-shape-{name}"
+        link(log, session / "server.log")
+        warm(log)
+        grep = measure([*GREP, str(log)], args.repeat)
+        gb = log.stat().st_size / (1 << 30)
+        runs: dict[tuple[str, str], list[Timing]] = {}
+        parquet = work / "samples.parquet"
+        argv = {
+            "parse": ["parse", str(log), "--format", "parquet", "--out", str(parquet)],
+            "report": ["report", str(session), "--out", str(work / "report.md"), "--quiet"],
+        }
+        for _ in range(max(args.repeat, 1)):
+            for cmd in commands:
+                for tree, tree_env in trees:
+                    t = run_once(sessionlens(*argv[cmd]), tree_env)
+                    runs.setdefault((cmd, tree), []).append(t)
+        row = f"| {name} | {log.stat().st_size / (1 << 20):.0f} | {grep.seconds * 1000:.0f} |"
+        for cmd in commands:
+            for tree, _ in trees:
+                t = summary(runs[(cmd, tree)])
+                row += (
+                    f" {t.seconds / gb:.1f} | {t.seconds / grep.seconds:.0f} | {t.cpu:.1f} |"
+                    f" {t.rss_mb:.0f} |"
+                )
+        print(row)
+        sys.stdout.flush()
+
+
 def startup(env: dict[str, str]) -> None:
     """`--help` and `--version` (median of 10), and what `import sessionlens` imports."""
     print("\n### Start-up\n")
@@ -275,12 +341,29 @@ def main(argv: list[str] | None = None) -> int:
         "--tp", type=int, default=8, help="TP ranks printing batch lines (1: only rank 0 prints)"
     )
     ap.add_argument("--ansi", action="store_true", help="uvicorn's INFO coloured as on a tty")
+    ap.add_argument(
+        "--shapes",
+        default="",
+        help=f"log shapes to time side by side ('all': {','.join(gen_shapes.SHAPES)}); "
+        "then only these are run",
+    )
+    ap.add_argument("--shape-size", default="256M", help="bytes of each shape's log")
+    ap.add_argument("--shape-report", action="store_true", help="time `report` on each shape too")
+    ap.add_argument("--against", default="", help="another working tree to time alongside")
     args = ap.parse_args(argv)
     Path(args.workdir).mkdir(parents=True, exist_ok=True)
     env = sessionlens_env()
     sizes = [gen.parse_size(s) for s in ("100M,300M,1G" if args.full else args.sizes).split(",")]
     print("## sessionlens benchmark\n")
     machine()
+    if args.shapes:
+        names = list(gen_shapes.SHAPES) if args.shapes == "all" else args.shapes.split(",")
+        unknown = [n for n in names if n not in gen_shapes.SHAPES]
+        if unknown:
+            ap.error(f"unknown shape(s): {', '.join(unknown)}")
+        shapes(names, args, env)
+        print(f"\n- load average after the run: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+        return 0
     startup(env)
     results = {size: one_file(size, args, env) for size in sizes}
     scaling(results)

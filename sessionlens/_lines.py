@@ -23,9 +23,14 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from . import diagnostics as dg
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import polars as pl
 
 CHUNK = 1 << 20
 _THREAD_MIN = 256 << 10  # smaller pieces are hashed inline (a thread would cost more)
@@ -201,6 +206,120 @@ class Chunk:
     def known_lines(self, n: int) -> None:
         """The line count, from a reader that split the chunk exactly (saves a count)."""
         self._n = n
+
+
+# ------------------------------------------------------------------ chunks read by polars
+
+# `clean` acts on a line only if it holds one of these (polars regex syntax); a `\n` (a line
+# polars did not split), a NUL or a `\x1f` (which make the chunk go line by line) and the bidi
+# controls are looked for in the same pass, which costs nothing more.
+NOISE_RX = r"[\x1b\x1e`~>\n\x00\x1f\u202a-\u202e\u2066-\u2069]|\*\*|" + ANSI_BARE_RX
+# ... and a JSON log envelope (`clean` unwraps it): looked for only in chunks holding a `{`
+# (an anchored alternative in `NOISE_RX` would make that regex several times slower; and
+# `b'{"' in data` costs more than the regex: Python's two-byte search is not vectorised).
+ENVELOPE_RX = r'^[ \t]*\{"'
+_ODD_RX = r"[\n\x00\x1f]|" + BIDI_RX  # what no line polars splits exactly may hold
+
+
+def polars_lines(
+    chunk: Chunk, flags: dict[str, pl.Expr] | None = None
+) -> tuple[pl.Series, dict[str, npt.NDArray[np.bool_]]] | None:
+    """A chunk's lines split and cleaned by polars, exactly as `SourceText.chunk_lines`
+    gives them (the first is line `chunk.first`), and the caller's `flags` (boolean
+    expressions over column `t`) of each cleaned line, computed in the pass that looks for
+    noise; None when polars' split might not be `_lines`' split (a BOM, a `\x1f`, NUL or bidi
+    control, bytes that are not UTF-8): then read the chunk line by line. For fast paths that
+    read whole chunks (a worker thread may call it: it touches no state but the chunk's
+    line count)."""
+    import numpy as np
+    import polars as pl
+
+    split = _polars_split(chunk.data)
+    if split is None:
+        return None
+    t, parked = split
+    noisy = pl.col("t").str.contains(NOISE_RX)
+    if b"{" in chunk.data:
+        noisy = noisy | pl.col("t").str.contains(ENVELOPE_RX)
+    wanted = flags or {}
+    found = t.to_frame("t").select(noise_=noisy, **wanted)  # one select: run in parallel
+    noise = found["noise_"].to_numpy()
+    out = {name: found[name].to_numpy().copy() for name in wanted}
+    if noise.any():
+        # polars splits no line at anything but `\n`, and no line holds a NUL or `\x1f`
+        # (checked, not assumed: `NOISE_RX` flags such a line), nor a bidi control (which
+        # `_lines` removes and names)
+        if t.filter(found["noise_"]).str.contains(_ODD_RX).any():
+            return None
+        # clean those lines as `clean` does, then look at them again
+        rows = np.flatnonzero(noise)
+        fixed = clean_series(t.gather(rows), parked)
+        t = t.scatter(rows, fixed)
+        if wanted:
+            again = fixed.to_frame("t").select(**wanted)
+            for name in wanted:
+                out[name][rows] = again[name].to_numpy()
+    chunk.known_lines(t.len())  # the split is exact: no count needed
+    return t, out
+
+
+def _polars_split(data: bytes) -> tuple[pl.Series, bool] | None:
+    """Raw lines as polars splits them, and whether `\r`s were parked as `\x1e`; None when
+    that split might not be `_lines`' split."""
+    import polars as pl
+
+    if data.startswith(b"\xef\xbb\xbf"):
+        return None  # a BOM polars strips
+    # A `\x1f` (the separator: polars raises), a NUL (`_lines` cuts the line there) or a
+    # `\n` in a line is found by the noise regex, and bytes that are not UTF-8 make polars
+    # raise: no pass of their own over the bytes.
+    parked = b"\r" in data
+    if parked:
+        # polars would end lines at a `\r`: park each as `\x1e` (`clean_series` gives those
+        # lines back to `clean` with their `\r`s)
+        if b"\x1e" in data:
+            return None
+        data = data.replace(b"\r", b"\x1e")
+    try:
+        frame = pl.read_csv(
+            data,
+            has_header=False,
+            separator="\x1f",
+            quote_char=None,
+            schema={"t": pl.String},
+            raise_if_empty=False,
+            infer_schema=False,
+        )
+    except Exception:  # polars' own errors: the line-by-line path reads anything
+        return None
+    if frame.width != 1:
+        return None
+    t = frame.to_series().fill_null("")
+    # every byte accounted for (and no line holding a newline: `polars_lines` checks)
+    if int(t.str.len_bytes().sum()) + t.len() != len(data):
+        return None
+    return t, parked
+
+
+def clean_series(sub: pl.Series, parked: bool) -> pl.Series:
+    """`clean` of lines with terminal noise: in polars when the noise is only ANSI codes
+    (`CLEAN_STEPS`, in the same order), else by `clean` itself (given back their `\r`s when
+    those were `parked` as `\x1e`)."""
+    fixed = sub
+    for pattern, literal in CLEAN_STEPS:
+        fixed = fixed.str.replace_all(pattern, "", literal=literal)
+    # `clean` itself (a `\r` is parked as `\x1e`)
+    hard_rx = CLEAN_HARD_RX.replace(r"\r", r"\x1e")
+    # ... also where the removals brought a `**` together (`*\x1b[0m*`)
+    hard = sub.str.contains(hard_rx) | fixed.str.contains(hard_rx)
+    hard = hard | sub.str.contains(ENVELOPE_RX)
+    if hard.any():
+        at = hard.arg_true()
+        raw = sub.gather(at).to_list()
+        if parked:
+            raw = [x.replace("\x1e", "\r") for x in raw]
+        fixed = fixed.scatter(at, [clean(x) for x in raw])
+    return fixed
 
 
 def _some_lines(numbers: list[int], shown: int = 5) -> str:

@@ -526,9 +526,9 @@ def test_polars_cleaning_is_clean() -> None:
     ]
     lines = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(25))) for _ in range(4000)]
     # `\x1e` is a parked `\r` when the chunk held `\r`s, else a byte of the log as any other
-    got = F._clean_noisy(pl.Series(lines, dtype=pl.String), True).to_list()
+    got = _lines.clean_series(pl.Series(lines, dtype=pl.String), True).to_list()
     assert got == [_lines.clean(x.replace("\x1e", "\r")) for x in lines]
-    got = F._clean_noisy(pl.Series(lines, dtype=pl.String), False).to_list()
+    got = _lines.clean_series(pl.Series(lines, dtype=pl.String), False).to_list()
     assert got == [_lines.clean(x) for x in lines]
 
 
@@ -538,10 +538,9 @@ def test_polars_splits_lines_as_the_line_reader_does(monkeypatch: pytest.MonkeyP
         b"[2026-01-01 10:00:00] x\n" * 3
     )
     fast = F.Fast(S.Reader(ParseContext(file="x")), _lines.from_text(""), None)
-    got = fast._lines(_lines.Chunk(1, data))
+    got = _lines.polars_lines(_lines.Chunk(1, data))
     assert got is not None
     assert got[0].to_list() == data.decode().split("\n")[:-1]
-    assert got[1] is False  # no `\r` parked
     try:
         # a separator, a NUL, bytes that are not UTF-8 anywhere in the chunk, a BOM that
         # starts it (polars strips it): the chunk is read line by line

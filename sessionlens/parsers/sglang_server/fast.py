@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ... import _lines
-from ..._lines import Chunk, Line, SourceText, clean
+from ..._lines import Chunk, Line, SourceText
 from ...model import BATCH_COLUMNS, Record, Sample, SampleBatch, batch_columns, batch_schema
 from .._fields import RANK_TAG, rank_of
 from . import ranks
@@ -32,10 +32,8 @@ if TYPE_CHECKING:
 # Read line by line, a day-long log (1 GB, 6.8 million lines) costs minutes of Python. The
 # fast path reads a whole chunk with polars and leaves to `Reader.feed` only the lines it
 # cannot prove it reads exactly the same way. Its rules, each keeping the result identical:
-# - polars splits a chunk into lines only where that split is `_lines`' split (no `\x1f`,
-#   NUL or BOM, valid UTF-8, `\r` parked; every byte accounted for, no line with a `\n`);
-# - lines with terminal noise are cleaned by `_lines.clean` itself, or, when the noise is
-#   only ANSI codes, by `_lines.CLEAN_STEPS` done in polars;
+# - a chunk's lines are `_lines.polars_lines`: polars' split where it is `_lines`' split,
+#   cleaned as `_lines.clean` cleans them;
 # - a line that holds none of the words `feed` acts on is skipped; an access line is counted;
 #   a line with a rare word (events, server args, phase lines) goes to `feed`;
 # - a batch line is read by a layout: a regex learned from a batch line's text that pins its
@@ -58,15 +56,6 @@ _WINDOW = 8192  # batch rows decided at once at first; the window grows while al
 # The lines `feed` must see beside batch lines: those holding one of the reader's words.
 _RARE = FEED_WORDS
 _DECODE, _PREFILL, _HTTP = "Decode batch", "Prefill batch", "HTTP/"
-
-# `_lines.clean` acts on a line only if it holds one of these (polars regex syntax); a `\n`
-# (a line polars did not split), a NUL or a `\x1f` (which make the chunk go line by line) are
-# looked for in the same pass, which costs nothing more.
-_NOISE_RX = r"[\x1b\x1e`~>\n\x00\x1f\u202a-\u202e\u2066-\u2069]|\*\*|" + _lines.ANSI_BARE_RX
-# ... and a JSON log envelope (`clean` unwraps it): looked for only in chunks holding a `{`
-# (an anchored alternative in `_NOISE_RX` would make that regex several times slower; and
-# `b'{"' in data` costs more than the regex: Python's two-byte search is not vectorised).
-_ENVELOPE_RX = r'^[ \t]*\{"'
 
 # Line prefixes a layout may pin: a literal lead (docker `svc-1  | `, no brackets), then
 # `[date time(.ms) TAGS] `. Other prefixes are read line by line.
@@ -283,16 +272,17 @@ class Fast:
         return self._pool.submit(self._prepare, chunk, layouts)
 
     def _prepare(self, chunk: Chunk, layouts: list[_Layout]) -> ChunkRun | None:
-        lines = self._lines(chunk)
+        import polars as pl
+
+        flags = {
+            "dec": pl.col("t").str.contains(_DECODE, literal=True),
+            "pre": pl.col("t").str.contains(_PREFILL, literal=True),
+        }
+        lines = _lines.polars_lines(chunk, flags)
         if lines is None:
             return None
-        t, parked = lines
-        try:
-            run = ChunkRun(self, chunk, t, parked, layouts)
-        except _NotExact:
-            return None
-        chunk.known_lines(t.len())  # the split is exact: no count needed
-        return run
+        t, found = lines
+        return ChunkRun(self, chunk, t, found["dec"], found["pre"], layouts)
 
     def walk(self, chunk: Chunk, prepared: Future[ChunkRun | None]) -> Iterator[Record]:
         """Records of a prepared chunk's lines, in line order (samples go to the sink)."""
@@ -307,45 +297,6 @@ class Fast:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
-
-    def _lines(self, chunk: Chunk) -> tuple[pl.Series, bool] | None:
-        """The chunk's lines as polars splits them, and whether `\r`s were parked as `\x1e`;
-        None when that split might not be `_lines`' split (then the chunk is read line by
-        line)."""
-        import polars as pl
-
-        data = chunk.data
-        if data.startswith(b"\xef\xbb\xbf"):
-            return None  # a BOM polars strips
-        # A `\x1f` (the separator: polars raises), a NUL (`_lines` cuts the line there) or a
-        # `\n` in a line is found by `ChunkRun`'s first regex, and bytes that are not UTF-8
-        # make polars raise: no pass of their own over the bytes.
-        parked = b"\r" in data
-        if parked:
-            # polars would end lines at a `\r`: park each as `\x1e` (`ChunkRun` gives those
-            # lines back to `clean` with their `\r`s)
-            if b"\x1e" in data:
-                return None
-            data = data.replace(b"\r", b"\x1e")
-        try:
-            frame = pl.read_csv(
-                data,
-                has_header=False,
-                separator="\x1f",
-                quote_char=None,
-                schema={"t": pl.String},
-                raise_if_empty=False,
-                infer_schema=False,
-            )
-        except Exception:  # polars' own errors: the line-by-line path reads anything
-            return None
-        if frame.width != 1:
-            return None
-        t = frame.to_series().fill_null("")
-        # every byte accounted for (and no line holding a newline: `ChunkRun` checks)
-        if int(t.str.len_bytes().sum()) + t.len() != len(data):
-            return None
-        return t, parked
 
     def learn(self, text: str) -> _Layout | None:
         """The layout of a batch line (a new one is kept), if it has one."""
@@ -373,10 +324,6 @@ class Fast:
         return layout
 
 
-class _NotExact(Exception):
-    """polars' split of a chunk is not `_lines`' split: read it line by line."""
-
-
 @dataclass
 class _Segment:
     """Matched batch rows [a, c) (positions in `ChunkRun.m_row`) decided in bulk from one
@@ -401,7 +348,13 @@ class ChunkRun:
     """
 
     def __init__(
-        self, fast: Fast, chunk: Chunk, t: pl.Series, parked: bool, layouts: list[_Layout]
+        self,
+        fast: Fast,
+        chunk: Chunk,
+        t: pl.Series,
+        dec: npt.NDArray[np.bool_],
+        pre: npt.NDArray[np.bool_],
+        layouts: list[_Layout],
     ) -> None:
         import numpy as np
         import polars as pl
@@ -414,30 +367,6 @@ class ChunkRun:
         self.window = _WINDOW
         self.keep: list[npt.NDArray[np.int64]] = []  # batch positions whose samples to read
         self.fed: list[tuple[int, Sample]] = []
-        noisy = pl.col("t").str.contains(_NOISE_RX)
-        if b"{" in chunk.data:
-            noisy = noisy | pl.col("t").str.contains(_ENVELOPE_RX)
-        flags = t.to_frame("t").select(  # the expressions of one select run in parallel
-            noise=noisy,
-            dec=pl.col("t").str.contains(_DECODE, literal=True),
-            pre=pl.col("t").str.contains(_PREFILL, literal=True),
-        )
-        noise = flags["noise"].to_numpy()
-        # polars splits no line at anything but `\n`, and no line holds a NUL or `\x1f`
-        # (checked, not assumed: `_NOISE_RX` flags such a line)
-        # (nor a bidi control, which `_lines` removes and names: such chunks go line by line)
-        odd = r"[\n\x00\x1f]|" + _lines.BIDI_RX
-        if noise.any() and t.filter(flags["noise"]).str.contains(odd).any():
-            raise _NotExact
-        dec = flags["dec"].to_numpy().copy()
-        pre = flags["pre"].to_numpy().copy()
-        if noise.any():
-            # clean those lines as `_lines.clean` does, then look at them again
-            rows = np.flatnonzero(noise)
-            fixed = _clean_noisy(t.gather(rows), parked)
-            t = t.scatter(rows, fixed)
-            dec[rows] = fixed.str.contains(_DECODE, literal=True).to_numpy()
-            pre[rows] = fixed.str.contains(_PREFILL, literal=True).to_numpy()
         self.t = t
         batch = dec | pre
         # a batch line is read by a layout (whose text holds no rare word) or fed; any
@@ -980,27 +909,6 @@ class ChunkRun:
             self.f.sink(batch)
         else:
             yield from batch.samples()
-
-
-def _clean_noisy(sub: pl.Series, parked: bool) -> pl.Series:
-    """`_lines.clean` of lines with terminal noise: in polars when the noise is only ANSI
-    codes and `**` (the same substitutions, in the same order), else by `clean` itself
-    (given back their `\r`s when those were `parked` as `\x1e`)."""
-    fixed = sub
-    for pattern, literal in _lines.CLEAN_STEPS:
-        fixed = fixed.str.replace_all(pattern, "", literal=literal)
-    # `clean` itself (a `\r` is parked as `\x1e`)
-    hard_rx = _lines.CLEAN_HARD_RX.replace(r"\r", r"\x1e")
-    # ... also where the removals brought a `**` together (`*\x1b[0m*`)
-    hard = sub.str.contains(hard_rx) | fixed.str.contains(hard_rx)
-    hard = hard | sub.str.contains(_ENVELOPE_RX)
-    if hard.any():
-        at = hard.arg_true()
-        raw = sub.gather(at).to_list()
-        if parked:
-            raw = [x.replace("\x1e", "\r") for x in raw]
-        fixed = fixed.scatter(at, [clean(x) for x in raw])
-    return fixed
 
 
 def _groups(layout: _Layout) -> list[pl.Expr]:

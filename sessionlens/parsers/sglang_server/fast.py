@@ -22,7 +22,16 @@ from ..._lines import Chunk, Line, SourceText
 from ...model import BATCH_COLUMNS, Record, Sample, SampleBatch, batch_columns, batch_schema
 from .._fields import RANK_TAG, rank_of
 from . import ranks
-from .reader import _BOOLS, _FIELDS_PRINTED, _PHASES, _TAIL, FEED_WORDS, Reader
+from .reader import (
+    _BOOLS,
+    _FIELDS,
+    _FIELDS_PRINTED,
+    _PHASES,
+    _TAIL,
+    FEED_WORDS,
+    Reader,
+    _sub_key,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -133,6 +142,7 @@ def _learn(text: str) -> _Layout | None:
     pieces: list[str] = []
     groups: list[tuple[str | None, str, bool]] = []  # (metric, how, is pool usage)
     items = text[m.end() :].split(", ")
+    prev_key = ""  # the key of a `key: sub=N` item, for the `sub=N` items after it
     for i, item in enumerate(items):
         if not item:
             if i == len(items) - 1 and i > 0:
@@ -141,9 +151,24 @@ def _learn(text: str) -> _Layout | None:
             return None
         sep = item.rfind(": ")
         spec = _FIELDS_PRINTED.get(item[:sep]) if sep > 0 else None
-        if spec is None:
-            return None
         raw = item[sep + 2 :]
+        lead = item[: sep + 2]  # the item's literal text before its value
+        if sep < 0 or (spec is not None and "=" in raw and raw[:1].isalpha()):
+            # 0.4.9 SWA pools, read as `Reader._fields` reads them: `#token: full=N, swa=M`
+            # is `#full token: N`, `#swa token: M`
+            key = item[:sep] if sep > 0 else prev_key
+            sub, eq, raw = (item if sep < 0 else raw).partition("=")
+            if not (key and eq and sub.isalpha()):
+                return None
+            prev_key = key
+            spec = _FIELDS.get(_sub_key(key, sub).lower())
+            lead = item[: len(item) - len(raw)]
+            if spec is None or spec[3] in ("bool", "pct", "skip"):
+                return None
+        elif spec is None:
+            return None
+        else:
+            prev_key = ""
         decimals, how = spec[2], spec[3]
         if how == "bool":
             if raw not in _BOOLS:
@@ -167,7 +192,7 @@ def _learn(text: str) -> _Layout | None:
             value_how = "pct" if pct else "num"
             if pct:
                 shape += "%"
-        pieces.append(f"{_rx(item[: sep + 2])}{shape}")
+        pieces.append(f"{_rx(lead)}{shape}")
         groups.append((spec[1] if col else spec[0], value_how, how == "usage"))
     # each rank number with its digit count: the tags are then sliced at a fixed width (TP9
     # and TP10 lines have a layout each)

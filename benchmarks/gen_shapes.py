@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (log lines are written whole, as servers print them)
 """Generate server logs of every shape sessionlens reads (for the benchmarks; never for tests).
 
 `gen_sglang_log.py` writes one shape, a busy 8-GPU EAGLE-3 SGLang server. Real logs come in
@@ -81,13 +82,17 @@ def _access(o: Out, prefix: str, n: int) -> None:
 
 
 def _sglang_launch(o: Out, args: str, tp: int, lead: str = "", ms: bool = False) -> None:
-    o.line(f"{lead}[{o.sg(ms=ms)}] server_args=ServerArgs({args}, random_seed={o.rng.randrange(1 << 30)})")
+    o.line(
+        f"{lead}[{o.sg(ms=ms)}] server_args=ServerArgs({args}, random_seed={o.rng.randrange(1 << 30)})"
+    )
     o.tick(3000, 5000)
     for r in range(tp):
         o.line(f"{lead}[{o.sg(ms=ms)} TP{r}] Init torch distributed begin.")
     o.tick(60000, 90000)
     for r in range(tp):
-        o.line(f"{lead}[{o.sg(ms=ms)} TP{r}] KV Cache is allocated. #tokens: 1310720, KV size: 40.00 GB")
+        o.line(
+            f"{lead}[{o.sg(ms=ms)} TP{r}] KV Cache is allocated. #tokens: 1310720, KV size: 40.00 GB"
+        )
     for r in range(tp):
         o.line(
             f"{lead}[{o.sg(ms=ms)} TP{r}] Capture cuda graph end. Time elapsed: {27 + r * 0.13:.2f} s. "
@@ -203,7 +208,9 @@ def sglang_phase(o: Out, size: int, restart_at: float) -> None:
                 f"[{o.sg()} TP{r}] Target verify:     {verify:.2f} ms/cyc  ({verify / total * 100:5.1f}%)",
             ]
             if new:
-                lines.append(f"[{o.sg()} TP{r}] Draft extend:      {extra:.2f} ms/cyc  ({extra / total * 100:5.1f}%)")
+                lines.append(
+                    f"[{o.sg()} TP{r}] Draft extend:      {extra:.2f} ms/cyc  ({extra / total * 100:5.1f}%)"
+                )
             blocks.append(lines)
         if rng.random() < 0.05:  # two ranks print at once: their lines interleave
             a, b = blocks[0], blocks[1]
@@ -246,7 +253,8 @@ def sglang_swa(o: Out, size: int, restart_at: float) -> None:
                 )
             else:
                 o.line(
-                    head + f"#token: full={full}, swa={swa}, token usage: full={fu:.2f}, swa={su:.2f}, "
+                    head
+                    + f"#token: full={full}, swa={swa}, token usage: full={fu:.2f}, swa={su:.2f}, "
                     f"#running-req: {v['running']}, #queue-req: {v['queue']}"
                 )
         for _ in range(rng.randint(1, 3)):
@@ -353,10 +361,14 @@ def _vllm_launch(o: Out, version: str, lead: str, dp: int, spec: str) -> None:
             "method='eagle3', model='Tengyunw/qwen3_30b_moe_eagle3', num_spec_tokens=3), "
             "tokenizer='Qwen/Qwen3-30B-A3B', dtype=torch.bfloat16, max_seq_len=40960, seed=0"
         )
-    o.line(f"{api}INFO {o.vl()} [api_server.py:1900] Starting vLLM API server 0 on http://0.0.0.0:8000")
+    o.line(
+        f"{api}INFO {o.vl()} [api_server.py:1900] Starting vLLM API server 0 on http://0.0.0.0:8000"
+    )
 
 
-def _vllm_interval(o: Out, lead: str, engine: int, fields: list[str], mfu: str | None, iters: bool) -> None:
+def _vllm_interval(
+    o: Out, lead: str, engine: int, fields: list[str], mfu: str | None, iters: bool
+) -> None:
     rng = o.rng
     api = f"{lead}(APIServer pid=1) "
     running = rng.randint(0, 64)

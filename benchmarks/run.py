@@ -231,7 +231,9 @@ def shapes(names: list[str], args: argparse.Namespace, env: dict[str, str]) -> N
         trees.append((Path(args.against).name, sessionlens_env(Path(args.against).resolve())))
     commands = ["parse"] + (["report"] if args.shape_report else [])
     head = "| shape | MB | grep (ms) |" + "".join(
-        f" {cmd} {tree}: s/GB | × grep | CPU-s | RSS (MB) |" for cmd in commands for tree, _ in trees
+        f" {cmd} {tree}: s/GB | × grep | CPU-s | RSS (MB) |"
+        for cmd in commands
+        for tree, _ in trees
     )
     print(f"\n### Log shapes of {fmt_size(size)} (median of {args.repeat})\n")
     print(head)

@@ -11,13 +11,16 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, overload
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
+from pydantic_core import core_schema
 
 from .diagnostics import Diagnostic
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
     import polars as pl
 
 JSONValue = Any  # a JSON scalar or list; kept loose because settings come from logs
@@ -56,6 +59,16 @@ class BlockStart:
 
 
 @dataclass(frozen=True, slots=True)
+class BlockStarts:
+    """The starts of many blocks at once (a fast path's phase blocks): what a `BlockStart`
+    each would say, as arrays (block indices and their lines, in the same order)."""
+
+    blocks: npt.NDArray[np.int64]
+    lines: npt.NDArray[np.int64]
+    format: str
+
+
+@dataclass(frozen=True, slots=True)
 class SummaryItem:
     """One entry of the source's summary (the overall figures printed or recomputed)."""
 
@@ -63,7 +76,7 @@ class SummaryItem:
     value: JSONValue
 
 
-Record = Sample | Setting | BlockStart | SummaryItem | Diagnostic
+Record = Sample | Setting | BlockStart | BlockStarts | SummaryItem | Diagnostic
 
 
 class BlockInfo(BaseModel):
@@ -75,6 +88,113 @@ class BlockInfo(BaseModel):
     line: int
     format: str
     settings: dict[str, JSONValue] = Field(default_factory=dict)
+
+
+class Blocks(Sequence[BlockInfo]):
+    """A source's blocks in the order of their index: `BlockInfo`s, and plain ones (no
+    settings: a server log's phase blocks, millions in a day-long log) held as arrays of
+    block index and line until read (a `BlockInfo` each would hold ~600 bytes)."""
+
+    __slots__ = ("_given", "_made", "_plain")
+
+    def __init__(
+        self,
+        given: Iterable[BlockInfo] = (),
+        plain: Sequence[BlockStarts] = (),
+    ) -> None:
+        self._given = list(given)  # in the order of their index when `plain` is given
+        self._plain = list(plain)
+        self._made: list[BlockInfo] | None = None if self._plain else self._given
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        items = core_schema.list_schema(handler.generate_schema(BlockInfo))
+        return core_schema.no_info_after_validator_function(
+            cls._of,
+            core_schema.union_schema([core_schema.is_instance_schema(cls), items]),
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                cls._dumped, info_arg=False, return_schema=core_schema.list_schema()
+            ),
+        )
+
+    @classmethod
+    def _of(cls, value: Blocks | list[BlockInfo]) -> Blocks:
+        return value if isinstance(value, Blocks) else cls(value)
+
+    def _dumped(self) -> list[dict[str, Any]]:
+        """As `list[BlockInfo]` dumps (the plain blocks without making their objects)."""
+        if not self._plain:
+            return [b.model_dump() for b in self._given]
+        return [
+            b.model_dump() if isinstance(b, BlockInfo) else b
+            for b in self._merged(
+                lambda i, line, fmt: {"block": i, "line": line, "format": fmt, "settings": {}}
+            )
+        ]
+
+    def _merged(self, make: Any) -> list[Any]:
+        import numpy as np
+
+        index = np.concatenate([p.blocks for p in self._plain])
+        lines = np.concatenate([p.lines for p in self._plain])
+        formats = [p.format for p in self._plain for _ in range(len(p.blocks))]
+        order = np.argsort(index, kind="stable")
+        plain = [
+            make(i, line, formats[k])
+            for i, line, k in zip(
+                index[order].tolist(), lines[order].tolist(), order.tolist(), strict=True
+            )
+        ]
+        if not self._given:
+            return plain
+        keys = [b.block for b in self._given]
+        at = np.searchsorted(index[order], keys, side="left").tolist()
+        out: list[Any] = []
+        prev = 0
+        for b, k in zip(self._given, at, strict=True):
+            out += plain[prev:k]
+            out.append(b)
+            prev = k
+        return out + plain[prev:]
+
+    def _all(self) -> list[BlockInfo]:
+        if self._made is None:
+            self._made = self._merged(
+                lambda i, line, fmt: BlockInfo(block=i, line=line, format=fmt)
+            )
+        return self._made
+
+    def settings(self) -> Iterator[dict[str, JSONValue]]:
+        """The settings of every block that has some, in order (plain blocks have none)."""
+        return (b.settings for b in self._given if b.settings)
+
+    def __len__(self) -> int:
+        return len(self._given) + sum(len(p.blocks) for p in self._plain)
+
+    @overload
+    def __getitem__(self, i: int) -> BlockInfo: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[BlockInfo]: ...
+
+    def __getitem__(self, i: int | slice) -> BlockInfo | list[BlockInfo]:
+        return self._all()[i]
+
+    def __iter__(self) -> Iterator[BlockInfo]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Blocks):
+            return self._all() == other._all()
+        return isinstance(other, list) and self._all() == other
+
+    def __hash__(self) -> int:
+        raise TypeError("unhashable type: 'Blocks'")
+
+    def __repr__(self) -> str:
+        return repr(self._all())
 
 
 class SourceInfo(BaseModel):
@@ -90,7 +210,7 @@ class SourceInfo(BaseModel):
     sha256: str = ""
     settings: dict[str, JSONValue] = Field(default_factory=dict)
     summary: dict[str, JSONValue] = Field(default_factory=dict)
-    blocks: list[BlockInfo] = Field(default_factory=list)
+    blocks: Blocks = Field(default_factory=Blocks)
     record_counts: dict[str, int] = Field(default_factory=dict)
     samples: int = 0
 

@@ -150,7 +150,7 @@ class Session:
         for src in self.sources:
             if self.source_config.get(src.path) != name:
                 continue
-            for settings in (src.settings, *(b.settings for b in src.blocks)):
+            for settings in (src.settings, *src.blocks.settings()):
                 yield from settings.items()
 
     def _logged(self, name: str) -> dict[str, Any]:

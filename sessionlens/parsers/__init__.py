@@ -25,7 +25,9 @@ from .. import diagnostics as dg
 from ..errors import ParseError, UsageError
 from ..model import (
     BlockInfo,
+    Blocks,
     BlockStart,
+    BlockStarts,
     ParseResult,
     Sample,
     SampleBatch,
@@ -129,6 +131,7 @@ def parse_source(
     settings: dict[str, Any] = {}
     summary: dict[str, Any] = {}
     blocks: dict[int, dict[str, Any]] = {}
+    plain: list[BlockStarts] = []  # blocks started in bulk (a fast path's phase blocks)
     n_samples = 0
     if fid is None:
         # read anyway, for provenance (sha256, lines), but not as lines: a file no parser
@@ -150,6 +153,8 @@ def parse_source(
                 entry = blocks.setdefault(rec.block, {})
                 entry["line"] = rec.line
                 entry["format"] = rec.format
+            elif isinstance(rec, BlockStarts):
+                plain.append(rec)
             elif isinstance(rec, SummaryItem):
                 summary[rec.key] = rec.value
             else:
@@ -191,19 +196,38 @@ def parse_source(
         sha256=src.sha256,
         settings=settings,
         summary=summary,
-        blocks=[
-            BlockInfo(
-                block=b,
-                line=v.get("line", 0),
-                format=v.get("format", fid or ""),
-                settings=v.get("settings", {}),
-            )
-            for b, v in sorted(blocks.items())
-        ],
+        blocks=_source_blocks(blocks, plain, fid),
         record_counts=dict(sorted(ctx.counts.items())),
         samples=n_samples,
     )
     return info, diags
+
+
+def _source_blocks(
+    blocks: dict[int, dict[str, Any]], plain: list[BlockStarts], fid: str | None
+) -> Blocks:
+    """A source's blocks: those met one by one, and those started in bulk (held as arrays
+    while no record of their own names them; one that is named is met as a `BlockStart`)."""
+    if plain and blocks:
+        import numpy as np
+
+        named = np.array(sorted(blocks), np.int64)
+        if any(np.isin(p.blocks, named).any() for p in plain):
+            for p in plain:  # rare: the same as a `BlockStart` each, in order
+                for b, line in zip(p.blocks.tolist(), p.lines.tolist(), strict=True):
+                    entry = blocks.setdefault(b, {})
+                    entry["line"], entry["format"] = line, p.format
+            plain = []
+    given = [
+        BlockInfo(
+            block=b,
+            line=v.get("line", 0),
+            format=v.get("format", fid or ""),
+            settings=v.get("settings", {}),
+        )
+        for b, v in sorted(blocks.items())
+    ]
+    return Blocks(given, plain)
 
 
 def parse_path(

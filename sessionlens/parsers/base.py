@@ -13,11 +13,16 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from .. import diagnostics as dg
 from .._lines import Line, SourceText
-from ..model import Record, SampleBatch
+from ..model import BlockStarts, Record, SampleBatch
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import polars as pl
 
 
 class Parser(Protocol):
@@ -73,6 +78,42 @@ class InlineReader(LineReader, Protocol):
     def feed(self, ln: Line, rank: str | None = None) -> Iterator[Record]: ...
 
     def number_with(self, next_block: Callable[[], int]) -> None: ...
+
+    # A chunk path reads the records of many lines at once: `plan` on a worker thread,
+    # then `take` on the reading thread, in line order, for the runs it reaches.
+
+    def plan(
+        self, t: pl.Series, rows: npt.NDArray[np.int64], rank_spans: RankSpans
+    ) -> PhasePlan: ...
+
+    def take(self, plan: PhasePlan, lo: int, hi: int, first: int) -> BlockStarts | None: ...
+
+
+# Where the rank an embedder hands with a line stands in it: (tag, start and width of its
+# number) per rank tag, the same for every line that differs from it only in digits (in runs
+# of the same width); the rank is the tags with their numbers, joined by spaces.
+RankSpans = Callable[[str], tuple[tuple[str, int, int], ...]]
+
+
+class PhasePlan(Protocol):
+    """An inline reader's records of a chunk's lines read in bulk, in runs of consecutive
+    lines (each run is read as feeding its lines and the line after it would read them)."""
+
+    @property
+    def planned(self) -> npt.NDArray[np.int64]:
+        """The chunk rows read in bulk, ascending (those of the runs)."""
+        ...
+
+    @property
+    def run_first(self) -> npt.NDArray[np.int64]:
+        """The first chunk row of each run, ascending."""
+        ...
+
+    def samples(self) -> pl.DataFrame | None:
+        """The samples of the runs taken, in order: an `emit` column (the chunk row that
+        yields each; a sample comes before the other samples that row yields), `line` (the
+        chunk row it was read from) and the other columns of a `SampleBatch`."""
+        ...
 
 
 class Embeddable(Protocol):

@@ -10,14 +10,21 @@ from __future__ import annotations
 import itertools
 import math
 import re
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple
 
 from .. import metrics
 from .._lines import Line, SourceText
-from ..model import BlockStart, Record, Sample
-from ._fields import decimals_of, last_timestamp, percent, rank_of, read_number
-from .base import ParseContext
+from ..model import BlockStart, BlockStarts, Record, Sample
+from ._fields import TIMESTAMP, decimals_of, last_timestamp, percent, rank_of, read_number
+from .base import ParseContext, PhasePlan, RankSpans
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import polars as pl
 
 format_id = "phase-timing"
 priority = 15
@@ -117,6 +124,69 @@ class Reader:
         self._prev: list[str] = []  # phase slugs of the last closed block, in order
         self.took_last = False  # whether the last fed line was read as a phase line
         self.words = WORDS
+        self._layouts: list[_Layout] = []  # the chunk path's (`plan`), learned as it reads
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ the chunk path
+
+    def plan(self, t: pl.Series, rows: npt.NDArray[np.int64], rank_spans: RankSpans) -> PhasePlan:
+        """What feeding a chunk's phase lines would give, read in bulk (`_plan`): `t` the
+        chunk's lines, `rows` the candidates (lines holding `ms/cyc` that the embedder would
+        hand this reader as they are), `rank_spans` where the rank it would hand with each
+        stands. A worker thread may call it: it learns layouts, touching no other state."""
+        import numpy as np
+
+        cand = t.gather(rows)
+        layout = np.full(len(rows), -1, np.int64)
+        with self._lock:
+            layouts = list(self._layouts)
+        _match(cand, layout, layouts, 0)
+        failed = np.zeros(len(rows), np.bool_)
+        for _ in range(_LEARN_PER_CHUNK):
+            unread = np.flatnonzero((layout < 0) & ~failed)
+            if len(unread) == 0:
+                break
+            k = int(unread[0])  # the first line of a shape not read yet
+            new = learn(cand[k], rank_spans)
+            if new is None:
+                failed[k] = True
+                continue
+            with self._lock:
+                if new not in self._layouts and len(self._layouts) < _MAX_LAYOUTS:
+                    self._layouts.append(new)
+                if new not in self._layouts:
+                    break
+                layouts = list(self._layouts)
+            _match(cand, layout, layouts, layouts.index(new))
+        return _plan(t, rows, layout, layouts)
+
+    def take(self, plan: PhasePlan, lo: int, hi: int, first: int) -> BlockStarts | None:
+        """Feed the plan's runs `lo` to `hi` (their lines, and the line after each, which
+        ends its last block; `first` is the chunk's first line number): the state that
+        leaves, and their blocks' starts (the samples are `PhasePlan.samples`). No block
+        may be open."""
+        import numpy as np
+
+        assert isinstance(plan, _Plan)
+        assert self._block is None
+        if hi <= lo:
+            return None
+        b0, b1 = int(plan.run_blocks[lo]), int(plan.run_blocks[hi])
+        if self._next_block is not None:
+            index = np.array([self._next_block() for _ in range(b1 - b0)], np.int64)
+        else:
+            index = np.arange(self._blocks, self._blocks + b1 - b0, dtype=np.int64)
+        self._blocks += b1 - b0
+        plan.taken.append((b0, index))
+        r0, r1 = int(plan.run_rows[lo]), int(plan.run_rows[hi])
+        self.ctx.count("phase", r1 - r0)
+        for li in np.unique(plan.layout[r0:r1]).tolist():
+            self._names.add(plan.layouts[li].name)
+        b = b1 - 1  # the last block's slugs, in order
+        lines = plan.layout[plan.starts[b] : plan.lasts[b] + 1].tolist()
+        self._prev = [plan.layouts[li].slug for li in lines]
+        self.took_last = False
+        return BlockStarts(index, plan.first_rows[b0:b1] + first, format_id)
 
     @property
     def blocks(self) -> int:
@@ -273,6 +343,454 @@ class Reader:
             )
             return
         yield from _totals(block)
+
+
+# ------------------------------------------------------------------ phase lines in bulk
+
+# A phase line's layout is learned from one line and checked by reading that line with
+# `Reader`; a chunk's phase lines are matched against the layouts (a regex each), their values
+# read in polars, and their blocks and totals formed with numpy as `Reader` forms them:
+# - the text before the name (a log's prefix) varies only in its digits, each run of a
+#   pinned width: `_clean_name`, `last_timestamp` and rank tags read every such line alike;
+# - the name, its colon and the blanks are the learned line's; the value has its decimals,
+#   the share (if any) a `%` and `)` with nothing after;
+# - sums of printed values are exact integer sums of their digits divided once, which is
+#   what rounding an exact sum at the printed decimals gives (`_ms_sum`, `_share_sum`);
+# - a run of phase lines is read in bulk only when the lines before and after it are no
+#   phase line: no block is open at its start, and the line after it ends its last block.
+_MAX_LAYOUTS = 64
+_LEARN_PER_CHUNK = 8
+_MS_SHAPE = re.compile(r"[0-9]{1,8}(?:\.(?P<d>[0-9]{1,6}))?")
+_SHARE_SHAPE = re.compile(r"(?P<gap> *)\( *[0-9]{1,3}(?:\.(?P<d>[0-9]{1,6}))?%\)")
+_STARTS_RX = r"ms/cyc|SpecDecodeWorker stage times"  # a line `starts` is true of
+_TOTALS = ("verify_ms_per_cycle", "verify_share", "draft_ms_per_cycle", "cycle_ms")
+_RX_META = frozenset("\\.+*?()|[]{}^$#&-~")
+
+
+def _lit(text: str) -> str:
+    """`text` as a literal in both Python's and polars' (Rust) regex syntax."""
+    return "".join("\\" + c if c in _RX_META else c for c in text)
+
+
+class _Layout(NamedTuple):
+    pattern: str
+    name: str
+    slug: str
+    ms_at: int  # where the value starts (the text before it has a pinned width)
+    ms_gap: int  # the blanks between the value and `ms/cyc`
+    ms_dec: int
+    share_skip: int  # from the end of `ms/cyc` past the share's `(`; -1: no share
+    share_dec: int  # the fraction's decimals (the printed percent's + 2)
+    ts_at: int  # -1: no timestamp
+    ts_len: int
+    rank: tuple[tuple[str, int, int], ...]  # the embedder's rank (`RankSpans`); (): None
+    rank_at: int  # where the rank stands as it is printed (-1: its tags stand apart)
+    rank_len: int
+    verify: bool
+    draft: bool
+
+
+def learn(text: str, rank_spans: RankSpans) -> _Layout | None:
+    """The layout of a phase line, when `Reader` reads every line of that shape alike (with
+    the rank an embedder hands with it, where `rank_spans` says)."""
+    at = text.find("ms/cyc")
+    if at < 0 or text.count("ms/cyc") != 1 or _STAGE_SNIFF in text:
+        return None
+    found = _split_phase(text, at)
+    if found is None:
+        return None
+    name, colon, ms = found
+    mid = text[colon + 1 : at]
+    ms_at = colon + 1 + len(mid) - len(mid.lstrip(" "))
+    gap = len(mid) - len(mid.rstrip(" "))
+    m = _MS_SHAPE.fullmatch(ms)
+    if m is None or text[ms_at : at - gap] != ms:
+        return None
+    after = text[at + 6 :]
+    share = _SHARE_SHAPE.fullmatch(after) if after else None
+    if after and share is None:
+        return None
+    # the name's words are the last words before the colon: the text before them is the
+    # line's prefix, which `_clean_name` drops whatever its digits
+    words = [w for w in re.finditer(r"\S+", text[:colon])]
+    k = len(name.split())
+    if len(words) < k or " ".join(w.group() for w in words[-k:]) != name:
+        return None
+    start = words[-k].start()
+    prefix = re.sub(r"[0-9]+", lambda d: f"[0-9]{{{len(d.group())}}}", _lit(text[:start]))
+    pattern = f"^{prefix}{_lit(text[start : colon + 1])}{' ' * (ms_at - colon - 1)}[0-9]{{1,8}}"
+    if m.group("d"):
+        pattern += rf"\.[0-9]{{{len(m.group('d'))}}}"
+    pattern += " " * gap + "ms/cyc"
+    share_skip, share_dec = -1, 0
+    if share is not None:
+        d = share.group("d") or ""
+        pattern += share.group("gap") + r"\( *[0-9]{1,3}" + (rf"\.[0-9]{{{len(d)}}}" if d else "")
+        pattern += r"%\)"
+        share_skip, share_dec = len(share.group("gap")) + 1, len(d) + 2
+    pattern += "$"
+    if re.fullmatch(pattern, text) is None:
+        return None
+    ts = None
+    for t in TIMESTAMP.finditer(text, 0, colon):
+        ts = t
+    spans = rank_spans(text)
+    if any(start + width > colon for _, start, width in spans):
+        return None
+    rank = " ".join(tag + text[at : at + width] for tag, at, width in spans)
+    rank_at = spans[0][1] - len(spans[0][0]) if spans else -1
+    if spans and text[rank_at : rank_at + len(rank)] != rank:
+        rank_at = -1
+    lower = name.lower()
+    layout = _Layout(
+        pattern=pattern,
+        name=name,
+        slug=metrics.slug(name),
+        ms_at=ms_at,
+        ms_gap=gap,
+        ms_dec=len(m.group("d") or ""),
+        share_skip=share_skip,
+        share_dec=share_dec,
+        ts_at=ts.start() if ts is not None else -1,
+        ts_len=ts.end() - ts.start() if ts is not None else 0,
+        rank=spans,
+        rank_at=rank_at,
+        rank_len=len(rank),
+        verify="verify" in lower,
+        draft="draft" in lower,
+    )
+    return layout if _reads_as_reader(layout, text) else None
+
+
+def _reads_as_reader(layout: _Layout, text: str) -> bool:
+    """Whether the layout reads `text`, and a line after it, as `Reader` does."""
+    import numpy as np
+    import polars as pl
+
+    rank = " ".join(tag + text[at : at + width] for tag, at, width in layout.rank) or None
+    ctx = ParseContext(file="")
+    reader = Reader(ctx)
+    want = [*reader.feed(Line(1, text), rank), *reader.feed(Line(2, "x"))]
+    t = pl.Series([text, "x"], dtype=pl.String)
+    plan = _plan(t, np.zeros(1, np.int64), np.zeros(1, np.int64), [layout])
+    bulk = Reader(ParseContext(file=""))
+    starts = bulk.take(plan, 0, len(plan.run_first), 1)
+    frame = plan.samples()
+    if starts is None or frame is None:
+        return False
+    got: list[Record] = [
+        BlockStart(b, line, format_id)
+        for b, line in zip(starts.blocks.tolist(), starts.lines.tolist(), strict=True)
+    ]
+    got += [
+        Sample(metric, value, line + 1, block, None, rank, ts)
+        for metric, value, line, block, rank, ts in frame.select(
+            "metric", "value", "line", "block", "rank", "ts"
+        ).iter_rows()
+    ]
+    return not ctx.diagnostics and want == got and bulk._prev == reader._prev
+
+
+def _match(
+    cand: pl.Series, layout: npt.NDArray[np.int64], layouts: list[_Layout], first: int
+) -> None:
+    """Give the candidates not read yet the first of `layouts[first:]` that reads them."""
+    import numpy as np
+
+    for li in range(first, len(layouts)):
+        open_ = np.flatnonzero(layout < 0)
+        if len(open_) == 0:
+            return
+        hit = cand.gather(open_).str.contains(layouts[li].pattern).to_numpy()
+        layout[open_[hit]] = li
+
+
+@dataclass
+class _Plan:
+    """A chunk's phase lines read in bulk, in runs (see `PhasePlan`)."""
+
+    layouts: list[_Layout]
+    planned: npt.NDArray[np.int64]  # the chunk rows read in bulk, ascending
+    run_first: npt.NDArray[np.int64]  # the first row of each run
+    run_rows: npt.NDArray[np.int64]  # run r's lines: planned[run_rows[r] : run_rows[r + 1]]
+    run_blocks: npt.NDArray[np.int64]  # run r's blocks: [run_blocks[r], run_blocks[r + 1])
+    layout: npt.NDArray[np.int64]  # the layout of each planned line
+    starts: npt.NDArray[np.int64]  # per block: its first line (an index in `planned`)
+    lasts: npt.NDArray[np.int64]  # ... and its last
+    first_rows: npt.NDArray[np.int64]  # per block: the chunk row of its first line
+    frame: pl.DataFrame | None  # the samples: emit, rel (block), lrow, rank, ts, metric, value
+    taken: list[tuple[int, npt.NDArray[np.int64]]] = field(default_factory=list)
+
+    def samples(self) -> pl.DataFrame | None:
+        """The samples of the runs taken, in the order feeding their lines yields them:
+        `emit` (the chunk row that yields each: a block's totals come with the line after
+        it), `line` (the chunk row read), `block` and the other batch columns."""
+        import numpy as np
+        import polars as pl
+
+        if self.frame is None or not self.taken:
+            return None
+        actual = np.full(len(self.first_rows), -1, np.int64)
+        for b0, index in self.taken:
+            actual[b0 : b0 + len(index)] = index
+        block = actual[self.frame["rel"].to_numpy()]
+        frame = self.frame.with_columns(block=pl.Series(block, dtype=pl.Int64))
+        if (block < 0).any():
+            frame = frame.filter(pl.col("block") >= 0)
+        return frame.drop("rel").rename({"lrow": "line"})
+
+
+def _rank_of(layout: _Layout) -> pl.Expr | None:
+    """The rank of a line of the layout, from line `t` (None: no rank)."""
+    import polars as pl
+
+    if not layout.rank:
+        return None
+    if layout.rank_at >= 0:  # the tags stand as the rank joins them: one slice
+        return pl.col("t").str.slice(layout.rank_at, layout.rank_len)
+    pieces: list[pl.Expr] = []
+    for k, (tag, start, width) in enumerate(layout.rank):
+        pieces += [pl.lit((" " if k else "") + tag), pl.col("t").str.slice(start, width)]
+    return pl.concat_str(pieces)
+
+
+def _ts_of(layout: _Layout) -> pl.Expr | None:
+    """The timestamp of a line of the layout, from line `t` (None: none)."""
+    import polars as pl
+
+    return pl.col("t").str.slice(layout.ts_at, layout.ts_len) if layout.ts_at >= 0 else None
+
+
+def _by_layout(
+    text: pl.Series,
+    lay: npt.NDArray[np.int64],
+    layouts: list[_Layout],
+    read: Callable[[_Layout], pl.Expr | None],
+) -> pl.Series:
+    """A categorical column of the lines, each read by its layout's expression (one
+    expression per distinct expression, not per layout)."""
+    import numpy as np
+    import polars as pl
+
+    exprs: dict[str, tuple[pl.Expr, list[int]]] = {}
+    for li in np.unique(lay).tolist():
+        expr = read(layouts[li])
+        if expr is not None:
+            exprs.setdefault(str(expr), (expr, []))[1].append(li)
+    out = pl.Series([None] * text.len(), dtype=pl.String).cast(pl.Categorical)
+    for expr, lis in exprs.values():
+        mask = np.isin(lay, lis)
+        if mask.all():
+            return text.to_frame("t").select(expr.cast(pl.Categorical)).to_series()
+        at = np.flatnonzero(mask)
+        got = text.gather(at).to_frame("t").select(expr.cast(pl.Categorical)).to_series()
+        out = out.scatter(at, got)
+    return out
+
+
+def _empty_plan(layouts: list[_Layout]) -> _Plan:
+    import numpy as np
+
+    none = np.zeros(0, np.int64)
+    one = np.zeros(1, np.int64)
+    return _Plan(layouts, none, none, one, one, none, none, none, none, None)
+
+
+def _exact_sum(
+    mask: npt.NDArray[np.bool_],
+    ints: npt.NDArray[np.int64],
+    dec: npt.NDArray[np.int64],
+    starts: npt.NDArray[np.int64],
+    blk: npt.NDArray[np.int64],
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.bool_]]:
+    """Per block (lines `starts[b]` up to the next start), the sum of the printed values
+    of the lines in `mask` (each `ints / 10**dec`) rounded at their most decimals, and
+    whether the block has such a line. Exact: integers below 2**53, divided once."""
+    import numpy as np
+
+    top = np.maximum.reduceat(np.where(mask, dec, -1), starts)
+    scale = np.where(mask, 10 ** np.maximum(top[blk] - dec, 0), 0)
+    total = np.add.reduceat(ints * scale, starts)
+    return total / 10.0 ** np.maximum(top, 0), top >= 0
+
+
+def _plan(
+    t: pl.Series,
+    rows: npt.NDArray[np.int64],
+    layout: npt.NDArray[np.int64],
+    layouts: list[_Layout],
+) -> _Plan:
+    """The runs of matched candidates feeding would read alike, their blocks (a name that
+    repeats, or the line after the run, ends one) and their samples (`_Plan.samples`)."""
+    import numpy as np
+    import polars as pl
+
+    n = t.len()
+    src = np.flatnonzero(layout >= 0)  # candidates read by a layout
+    prow = rows[src]
+    if len(prow) == 0:
+        return _empty_plan(layouts)
+    # runs of consecutive rows, planned when the lines before and after are no phase line
+    cut = np.flatnonzero(np.diff(prow) != 1) + 1
+    a = np.concatenate([[0], cut]).astype(np.int64)
+    e = np.concatenate([cut, [len(prow)]]).astype(np.int64)
+    edge = np.concatenate([prow[a] - 1, prow[e - 1] + 1])
+    inside = (edge >= 0) & (edge < n)
+    phase_edge = np.zeros(len(edge), np.bool_)
+    if inside.any():
+        phase_edge[inside] = t.gather(edge[inside]).str.contains(_STARTS_RX).to_numpy()
+    good = ~phase_edge[: len(a)] & ~phase_edge[len(a) :] & (prow[e - 1] + 1 < n)
+    if not good.any():
+        return _empty_plan(layouts)
+    kept = np.repeat(good, e - a)
+    src, prow = src[kept], prow[kept]
+    lay = layout[src]
+    sizes = (e - a)[good]
+    m = len(prow)
+    run_rows = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    run_of = np.repeat(np.arange(len(sizes)), sizes)
+    ends = run_rows[1:]
+    # blocks: one ends where a name repeats (`nxt`: the next line of the same name in its
+    # run), or where its run ends; the block that starts at j ends at `reach[j]`
+    slugs = sorted({x.slug for x in layouts})
+    slug_id = np.array([slugs.index(x.slug) for x in layouts], np.int64)[lay]
+    order = np.lexsort((np.arange(m), slug_id))
+    same = slug_id[order][1:] == slug_id[order][:-1]
+    nxt = np.full(m, m, np.int64)
+    nxt[order[:-1][same]] = order[1:][same]
+    nxt = np.minimum(nxt, ends[run_of])
+    reach = np.minimum.accumulate(nxt[::-1])[::-1]
+    is_start = np.zeros(m, np.bool_)
+    cur, rid = run_rows[:-1].copy(), np.arange(len(sizes))
+    while len(cur):
+        is_start[cur] = True
+        cur = reach[cur]
+        alive = cur < ends[rid]
+        cur, rid = cur[alive], rid[alive]
+    starts = np.flatnonzero(is_start)
+    blk = np.cumsum(is_start) - 1
+    per_run = np.add.reduceat(is_start.astype(np.int64), run_rows[:-1])
+    run_blocks = np.concatenate([[0], np.cumsum(per_run)]).astype(np.int64)
+    nxt_start = np.concatenate([starts[1:], [m]])
+    last = nxt_start - 1  # each block's last line
+    # a block's totals come with the next block's first line, or the line after its run
+    ends_run = nxt_start == ends[run_of[starts]]
+    emit_totals = np.where(ends_run, prow[last] + 1, prow[np.minimum(nxt_start, m - 1)])
+
+    def per_line(get: Callable[[_Layout], int]) -> npt.NDArray[np.int64]:
+        return np.array([get(x) for x in layouts], np.int64)[lay]
+
+    ms_dec, share_dec = per_line(lambda x: x.ms_dec), per_line(lambda x: x.share_dec)
+    share_skip = per_line(lambda x: x.share_skip)
+    text = t.gather(prow)
+    got = (
+        pl.DataFrame(
+            {
+                "t": text,
+                "ms_at": per_line(lambda x: x.ms_at),
+                "gap": per_line(lambda x: x.ms_gap),
+                "skip": np.maximum(share_skip, 0),
+            }
+        )
+        .lazy()
+        .with_columns(at=pl.col("t").str.find("ms/cyc", literal=True).cast(pl.Int64))
+        .select(
+            ms=pl.col("t")
+            .str.slice(pl.col("ms_at"), pl.col("at") - pl.col("gap") - pl.col("ms_at"))
+            .cast(pl.Float64),
+            share=pl.col("t")
+            .str.slice(pl.col("at") + 6 + pl.col("skip"))
+            .str.strip_chars(" %)")
+            .cast(pl.Float64, strict=False),
+        )
+        .collect()
+    )
+    has_share = share_skip >= 0
+    ms = got["ms"].to_numpy()
+    # the printed digits as integers (exact: at most 14 digits), and each share as
+    # `percent` reads it (the nearest double to the printed digits / 100)
+    ms_int = np.rint(ms * 10.0**ms_dec).astype(np.int64)
+    share_int = np.where(
+        has_share, np.rint(got["share"].fill_null(0.0).to_numpy() * 10.0 ** (share_dec - 2)), 0
+    ).astype(np.int64)
+    share = share_int / 10.0**share_dec
+    # the totals of each block, as `_totals` makes them
+    verify = np.array([x.verify for x in layouts], np.bool_)[lay]
+    draft = np.array([x.draft for x in layouts], np.bool_)[lay]
+    every = np.ones(m, np.bool_)
+    v_ms, has_v = _exact_sum(verify, ms_int, ms_dec, starts, blk)
+    d_ms, has_d = _exact_sum(draft, ms_int, ms_dec, starts, blk)
+    all_ms, _ = _exact_sum(every, ms_int, ms_dec, starts, blk)
+    v_share, _ = _exact_sum(verify, share_int, share_dec, starts, blk)
+    all_share, _ = _exact_sum(every, share_int, share_dec, starts, blk)
+    has_v_share = has_v & ~np.logical_or.reduceat(verify & ~has_share, starts)
+    near = ~np.logical_or.reduceat(~has_share, starts) & (np.abs(all_share - 1) <= 0.01 + 1e-9)
+    by_ratio = ~near & has_v_share & (v_share != 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cycle = np.where(near, all_ms, v_ms / np.where(by_ratio, v_share, 1.0))
+    # the samples, each with the line that yields it and its place among that line's
+    names = sorted(
+        {f"phase_{x.slug}_{what}" for x in layouts for what in ("ms_per_cycle", "share")}
+        | set(_TOTALS)
+    )
+    code = {name: i for i, name in enumerate(names)}
+    ms_code = per_line(lambda x: code[f"phase_{x.slug}_ms_per_cycle"])
+    share_code = per_line(lambda x: code[f"phase_{x.slug}_share"])
+    at = np.arange(m)
+    parts = [
+        (prow, 10, blk, at, ms_code, ms),  # (emit, place, block, line, metric, value)
+        (
+            prow[has_share],
+            11,
+            blk[has_share],
+            at[has_share],
+            share_code[has_share],
+            share[has_share],
+        ),
+    ]
+    for k, (present, values) in enumerate(
+        ((has_v, v_ms), (has_v_share, v_share), (has_d, d_ms), (near | by_ratio, cycle))
+    ):
+        parts.append(
+            (
+                emit_totals[present],
+                k,
+                np.flatnonzero(present),
+                last[present],
+                np.full(int(present.sum()), code[_TOTALS[k]], np.int64),
+                values[present],
+            )
+        )
+    emit = np.concatenate([p[0] for p in parts])
+    place = np.concatenate([np.full(len(p[0]), p[1], np.int64) for p in parts])
+    order = np.lexsort((place, emit))
+    line = np.concatenate([p[3] for p in parts])[order]
+    cat = pl.Categorical
+    frame = pl.DataFrame(
+        {
+            "emit": emit[order],
+            "rel": np.concatenate([p[2] for p in parts])[order],
+            "lrow": prow[line],
+            "rank": _by_layout(text, lay, layouts, _rank_of).gather(line),
+            "ts": _by_layout(text, lay, layouts, _ts_of).gather(line),
+            "metric": pl.Series(names, dtype=pl.String)
+            .cast(cat)
+            .gather(np.concatenate([p[4] for p in parts])[order]),
+            "value": np.concatenate([p[5] for p in parts]).astype(np.float64)[order],
+        }
+    )
+    return _Plan(
+        layouts=layouts,
+        planned=prow,
+        run_first=prow[run_rows[:-1]],
+        run_rows=run_rows,
+        run_blocks=run_blocks,
+        layout=lay,
+        starts=starts,
+        lasts=last,
+        first_rows=prow[starts],
+        frame=frame,
+    )
 
 
 def _totals(block: _Block) -> Iterator[Sample]:

@@ -19,7 +19,7 @@ import polars as pl
 import pytest
 
 from sessionlens import _lines
-from sessionlens.model import Sample, SampleBatch
+from sessionlens.model import BlockStart, BlockStarts, Sample, SampleBatch
 from sessionlens.parsers import phase_timing
 from sessionlens.parsers import sglang_server as S
 from sessionlens.parsers.base import ParseContext
@@ -74,10 +74,13 @@ def parse(
         samples.extend(_key(s) for s in batch.samples())
 
     ctx.sink = take  # type: ignore[attr-defined]
-    others = []
+    others: list[Any] = []
     for rec in S.parse(src, ctx):
         if isinstance(rec, Sample):
             samples.append(_key(rec))
+        elif isinstance(rec, BlockStarts):  # the block starts of a bulk read, one by one
+            pairs = zip(rec.blocks.tolist(), rec.lines.tolist(), strict=True)
+            others += [BlockStart(b, n, rec.format) for b, n in pairs]
         else:
             others.append(rec)
     notes = [str(d) for d in src.notes]

@@ -21,8 +21,10 @@ from ... import _lines
 from ..._lines import Chunk, Line, SourceText
 from ...model import BATCH_COLUMNS, Record, Sample, SampleBatch, batch_columns, batch_schema
 from .._fields import RANK_TAG, rank_of
+from ..base import PhasePlan
 from . import ranks
 from .reader import (
+    _BENCH_WORD,
     _BOOLS,
     _FIELDS,
     _FIELDS_PRINTED,
@@ -65,6 +67,7 @@ _WINDOW = 8192  # batch rows decided at once at first; the window grows while al
 # The lines `feed` must see beside batch lines: those holding one of the reader's words.
 _RARE = FEED_WORDS
 _DECODE, _PREFILL, _HTTP = "Decode batch", "Prefill batch", "HTTP/"
+_PHASE_WORD = "ms/cyc"  # the lines the phase reader may read in bulk hold it
 
 # Line prefixes a layout may pin: a literal lead (docker `svc-1  | `, no brackets), then
 # `[date time(.ms) TAGS] `. Other prefixes are read line by line.
@@ -410,6 +413,7 @@ class ChunkRun:
         # GIL, and taking it back while the preparing threads hold it costs ~20 µs a call
         self.http_rows = other[~rare & found["http"].to_numpy()].tolist()
         self.rare_rows = other[rare]
+        self._plan_phases(t)
         self.b_row = np.flatnonzero(batch)
         self.b_dec = dec[self.b_row]
         self.b_t = t.filter(pl.Series(batch))
@@ -440,6 +444,35 @@ class ChunkRun:
     @property
     def first(self) -> int:
         return self.chunk.first
+
+    def _plan_phases(self, t: pl.Series) -> None:
+        """Phase lines the phase reader reads in bulk (`InlineReader.plan`): those `feed`
+        hands it as they are (no other line's prefix glued in, no benchmark run's start),
+        with the rank `Reader._phase_rank` gives; they are no longer fed."""
+        import numpy as np
+        import polars as pl
+
+        self.phases: PhasePlan | None = None
+        self.planned = np.zeros(self.n, np.bool_)
+        self.run_first: list[int] = []
+        if len(self.rare_rows) == 0:
+            return
+        rare = t.gather(self.rare_rows)
+        cand = rare.to_frame("t").select(
+            pl.col("t").str.contains(_PHASE_WORD, literal=True)
+            & ~pl.col("t").str.contains(_BENCH_WORD, literal=True)
+            & (pl.col("t").str.count_matches("] ", literal=True) <= 1)
+        )
+        rows = self.rare_rows[cand.to_series().to_numpy()]
+        if len(rows) == 0:
+            return
+        plan = self.r.phase.plan(t, rows, _phase_rank_spans)
+        if len(plan.planned) == 0:
+            return
+        self.phases = plan
+        self.planned[plan.planned] = True
+        self.run_first = plan.run_first.tolist()
+        self.rare_rows = self.rare_rows[~self.planned[self.rare_rows]]
 
     # ------------------------------------------------------------------ matching
 
@@ -562,7 +595,7 @@ class ChunkRun:
                     yield from self._feed(row)
                 break
             if not self._idle():  # an open traceback or phase block takes the line
-                if self.r._tb is None and not self._fed_row(i):
+                if self.r._tb is None and not self._fed_row(i) and not self.planned[i]:
                     # all `feed` would do with it beyond the bulk path's reading is close
                     # the phase block: close it here, then read the line in bulk
                     yield from self._close_phase(i)
@@ -579,6 +612,7 @@ class ChunkRun:
                 seg = self._segment(i)
             end = min(j, seg.stop)
             self._count_http(i, end)
+            yield from self._take_phases(i, end)
             if end == seg.stop:
                 feed_at = seg.feed_at
                 self._settle(seg, end)
@@ -629,6 +663,19 @@ class ChunkRun:
         and server args do; events, phase and access lines do not)."""
         text = self.t[row]
         return "batch" in text or "server_args=" in text
+
+    def _take_phases(self, i: int, end: int) -> Iterator[Record]:
+        """The planned phase runs that start in rows [i, end), which the walk reaches with
+        no block open and nothing fed in between (a run never straddles `end`: its rows are
+        no batch and no fed rows)."""
+        if self.phases is None:
+            return
+        lo, hi = bisect_left(self.run_first, i), bisect_left(self.run_first, end)
+        if hi > lo:
+            starts = self.r.phase.take(self.phases, lo, hi, self.first)
+            self.r.ctx.embedded.add(_PHASES)
+            if starts is not None:
+                yield starts
 
     def _count_http(self, i: int, end: int) -> None:
         n = bisect_left(self.http_rows, end) - bisect_left(self.http_rows, i)
@@ -906,11 +953,18 @@ class ChunkRun:
         self.keep, self.fed = [], []
         frame: pl.DataFrame | None = bulk
         schema = {"emit": pl.Int64, **batch_schema()}
-        if fed:
+        phases = self.phases.samples() if self.phases is not None else None
+        if phases is not None:
+            phases = phases.with_columns(pl.col("line") + self.first)
+        if fed or phases is not None:
             extra = pl.DataFrame(
                 {"emit": [row for row, _ in fed], **batch_columns([s for _, s in fed])},
                 schema=schema,
             ).with_columns(pl.col("rank", "ts", "metric").cast(pl.Categorical))
+            if phases is not None:
+                # by the row that yields each; a phase block's totals come before the
+                # samples `feed` gives for the line that ends the block
+                extra = pl.concat([phases, extra], how="diagonal").sort("emit", maintain_order=True)
             if bulk is None:
                 frame = extra
             else:
@@ -934,6 +988,16 @@ class ChunkRun:
             self.f.sink(batch)
         else:
             yield from batch.samples()
+
+
+def _phase_rank_spans(text: str) -> tuple[tuple[str, int, int], ...]:
+    """Where the rank `Reader._phase_rank` gives a phase line stands in it: (tag, start and
+    width of its number) per rank tag; the same for every line that differs from this one
+    only in digits, in runs of the same width (`find` and `RANK_TAG` see only digits)."""
+    at = text.find("]")
+    if at <= 0:
+        return ()
+    return tuple((m.group(1), m.start(2), len(m.group(2))) for m in RANK_TAG.finditer(text, 0, at))
 
 
 def _groups(layout: _Layout) -> list[pl.Expr]:

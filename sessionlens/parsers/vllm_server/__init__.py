@@ -15,11 +15,11 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .. import _literal
-from .._lines import Line, SourceText
-from ..model import BlockStart, Record, Sample, Setting, SummaryItem
-from ._fields import Field, Read, keyed_fields, lookup_field, read_value, value_problem
-from .base import InlineReader, ParseContext
+from ... import _literal
+from ..._lines import Line, SourceText
+from ...model import BlockStart, Record, Sample, Setting, SummaryItem
+from .._fields import Field, Read, keyed_fields, lookup_field, read_value, value_problem
+from ..base import InlineReader, ParseContext
 
 format_id = "vllm-server"
 priority = 20

@@ -12,17 +12,27 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Generator, Iterator
+from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from ... import _literal
-from ..._lines import Line, SourceText
+from ..._lines import Chunk, Line, SourceText
 from ...model import BlockStart, Record, Sample, Setting, SummaryItem
 from .._fields import Field, Read, keyed_fields, lookup_field, read_value, value_problem
 from ..base import InlineReader, ParseContext
 
+if TYPE_CHECKING:
+    from .fast import ChunkRun, Fast
+
 format_id = "vllm-server"
 priority = 20
+
+FAST = True  # tests switch it off to compare with the line-by-line path
+FAST_MIN_BYTES = 512 << 10  # smaller files are read line by line (polars is not imported)
+FAST_CHUNK = 12 << 20
 
 # ------------------------------------------------------------------ line markers
 
@@ -841,24 +851,114 @@ def line_reader(ctx: ParseContext) -> Reader:
     return Reader(ctx)
 
 
+# Every line `Reader.feed` acts on, other than access lines, holds one of these words (its
+# markers' and the level check's, a benchmark run's start; checked by a test): the chunk path
+# (`fast`) reads the other lines in bulk.
+BENCH_WORDS = ("Serving Benchmark", "Namespace(", "Starting initial")
+FEED_WORDS = (
+    "ERROR",
+    "CRITICAL",
+    "throughput",
+    "metrics",
+    "MFU",
+    "Iteration(",
+    "Prefix cache hit rate",
+    _STAGE_TIMES,
+    "LLM engine",
+    "non-default args",
+    "vLLM",
+    "version",
+    *BENCH_WORDS,
+)
+
+
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
     """Records of a vLLM server log, in line order.
 
     From the first line of a benchmark run printed into the log on, lines go through the
     vllm-bench-serve reader, which reads the block and hands every other line back to this
-    log's reader: the block's samples are kept, not dropped for being past the head.
+    log's reader: the block's samples are kept, not dropped for being past the head. A big
+    log is read a chunk at a time (`fast`), exactly as line by line.
     """
     reader = Reader(ctx)
-    lines = src.lines()
-    for ln in lines:
-        text = ln.text
-        if ("Serving Benchmark" in text or "Namespace(" in text or "Starting initial" in text) and (
-            _BENCH_START.search(text)
-        ):
-            yield from _with_bench(reader, ln, lines, ctx)
+    items = _read(src, ctx, reader)
+    for item in items:
+        if not isinstance(item, Line):
+            yield item
+            continue
+        text = item.text
+        if any(w in text for w in BENCH_WORDS) and _BENCH_START.search(text):
+            # from here on `_read` gives lines only
+            yield from _with_bench(reader, item, cast(Iterator[Line], items), ctx)
             return
-        yield from reader.feed(ln)
+        yield from reader.feed(item)
     yield from reader.finish()
+
+
+def _read(src: SourceText, ctx: ParseContext, reader: Reader) -> Iterator[Record | Line]:
+    """The records of the chunks read in bulk, and the lines to read one by one (those of
+    small files, of a chunk polars cannot split exactly, the cut last line, and every line
+    from a benchmark run's start on)."""
+    if not FAST:
+        yield from src.lines()
+        return
+    fast: Fast | None = None
+    ahead: deque[tuple[Chunk, Future[ChunkRun | None]]] = deque()
+    by_line = False  # a benchmark run started: the rest line by line
+    try:
+        for piece in src.chunks(FAST_CHUNK):
+            big = isinstance(piece, Chunk) and (
+                fast is not None or len(piece.data) >= FAST_MIN_BYTES
+            )
+            if big and not by_line:
+                assert isinstance(piece, Chunk)
+                if fast is None:
+                    from .fast import Fast
+
+                    fast = Fast(reader, ctx)
+                ahead.append((piece, fast.prepare(piece)))
+                if len(ahead) > AHEAD:
+                    by_line = yield from _walk(src, reader, *ahead.popleft())
+                continue
+            while ahead:
+                if by_line:
+                    yield from src.chunk_lines(ahead.popleft()[0])
+                else:
+                    by_line = yield from _walk(src, reader, *ahead.popleft())
+            if isinstance(piece, Line):
+                yield piece
+            else:
+                yield from src.chunk_lines(piece)
+        while ahead:
+            if by_line:
+                yield from src.chunk_lines(ahead.popleft()[0])
+            else:
+                by_line = yield from _walk(src, reader, *ahead.popleft())
+    finally:
+        if fast is not None:
+            fast.close()
+
+
+AHEAD = 2  # chunks prepared on worker threads while one is walked
+
+
+def _walk(
+    src: SourceText, reader: Reader, chunk: Chunk, prepared: Future[ChunkRun | None]
+) -> Generator[Record | Line, None, bool]:
+    """A prepared chunk's records (its lines, when it could not be prepared); True when a
+    benchmark run starts in it (its lines from that one on are given)."""
+    from .fast import Bench
+
+    run = prepared.result()
+    if run is None:
+        yield from src.chunk_lines(chunk)
+        return False
+    for item in run.run(reader):
+        if isinstance(item, Bench):
+            yield from src.chunk_lines(chunk)[item.row :]
+            return True
+        yield item
+    return False
 
 
 def _with_bench(

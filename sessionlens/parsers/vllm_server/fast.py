@@ -1,0 +1,877 @@
+"""The chunk path of `vllm-server`: a big log read a chunk at a time with polars, exactly as
+`Reader.feed` reads it line by line (held equal to it by a test on every fixture and shape).
+
+Owns the layouts of engine, SpecDecoding and MFU lines (a line's shape learned as a regex and
+checked by reading that line, and a copy with other values, with `Reader`), the chunk walk and
+the bulk hand-over of samples. It restates no rule of the reader: the lines the reader acts
+on are its `FEED_WORDS`, each sample is matched to the number it is by reading with `Reader`,
+and the reader's state (the engine a spec line belongs to, idle intervals, the bonus-token
+inference, the settings and notes said once) stays the reader's: a line that would change it
+beyond counts goes to `feed`.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, NamedTuple
+
+from ... import _lines
+from ..._lines import Chunk, Line
+from ...model import BATCH_COLUMNS, Record, Sample, SampleBatch, batch_columns
+from .._fields import VALUE_NUMBER, keyed_fields, lookup_field
+from ..base import ParseContext
+from . import (
+    _ACTIVITY,
+    _AGGREGATED,
+    _ANY_TS,
+    _BENCH_START,
+    _BONUS_ERA,
+    _ENGINE_MARK,
+    _ENGINE_TAG,
+    _LEVEL_TS,
+    _MFU_MARK,
+    _MFU_VALUE,
+    _SPEC_FIELDS,
+    _SPEC_MARK,
+    BENCH_WORDS,
+    FEED_WORDS,
+    Reader,
+    _Bonus,
+    bonus_from_version,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import polars as pl
+
+# Read line by line, a day-long vLLM log costs minutes of Python (~0.3 s per MB). The chunk
+# path reads a whole chunk with polars and leaves to `Reader.feed` only the lines it cannot
+# prove it reads the same way:
+# - a chunk's lines are `_lines.polars_lines`; a line that is not ASCII goes to `feed` (no
+#   regex here then meets a character Python and polars class differently);
+# - a line holding none of `FEED_WORDS` is an access line (counted) or an ignored one;
+# - an engine, SpecDecoding or MFU line is read by a layout: a regex learned from such a line
+#   that pins its text, each number that is no value a run of digits of its width, each value
+#   a number with the decimals printed; the learned line and a copy with other values read by
+#   `Reader` give what the layout gives, so every line the layout matches does;
+# - an iteration-details or diffusion line of a kind already said is counted;
+# - any other line holding one of the words goes to `feed`, and so does a line that would
+#   change the reader's state beyond counts: a setting said once (the aggregated engines, the
+#   KV cache device), a kind of line first said, a spec line whose mean acceptance length
+#   first tells (or first contradicts) whether it counts the bonus token;
+# - a spec line's engine and idle state are those of the engine line before it, read in bulk
+#   or fed;
+# - a benchmark run printed into the log ends the chunk path: the rest goes line by line.
+# Chunks are split, classified and matched on worker threads; the main thread walks them in
+# order, feeding what must be fed, and hands each chunk's samples over in line order.
+
+AHEAD = 2  # chunks prepared at once on worker threads while the main thread walks one
+_MAX_LAYOUTS = 64
+_LEARN_PER_CHUNK = 8
+_NUM = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # every number a layout's line holds, in order
+_RX_META = frozenset("\\.+*?()|[]{}^$#&-~")
+_ENGINE, _SPEC, _MFU = 0, 1, 2
+_KINDS = ("engine", "spec", "mfu")
+# `_HTTP_ACCESS` and `_UNREAD` for ASCII lines: Python's `\s` is polars' and U+001C-U+001F
+_HTTP_RX = r'\bINFO:[\s\x1c-\x1f]+[^\s\x1c-\x1f]+ - "[A-Z]+ '
+_UNREAD_RX = r"\b(DiffusionDecoding metrics|Iteration\([0-9]+\))[\s\x1c-\x1f]*:"
+_UNREAD_KINDS = ("iteration details", "DiffusionDecoding metrics")  # as `_unread_line` says
+# the engine, spec and MFU marks (which `feed` acts on before an unread line's kind)
+_MARKS = "throughput|SpecDecoding metrics|Speculative metrics|MFU"
+
+
+def _rx(text: str) -> str:
+    """`text` as a literal in both Python's and polars' (Rust) regex syntax."""
+    return "".join("\\" + c if c in _RX_META else c for c in text)
+
+
+_FEED_RX = "|".join(_rx(w) for w in FEED_WORDS)
+
+
+class _Out(NamedTuple):
+    """A sample a layout's line gives: its metric, and which number of the line it is."""
+
+    metric: str
+    num: int
+    pct: bool  # printed with `%`: the sample is the number / 100, as `Read.fraction` reads it
+    dec: int  # the number's decimals as printed
+
+
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """One learned shape of an engine, spec or MFU line."""
+
+    kind: int
+    pattern: str
+    nums: int  # the numbers `_NUM` finds in a line of it
+    outputs: tuple[_Out, ...]  # in the order the reader yields them
+    ts: tuple[int, int] | None  # where the timestamp stands (all before it has a pinned width)
+    rank: tuple[int, int] | None  # where an engine or MFU line's own engine tag stands
+    idle: tuple[int, ...] | None  # engine: the numbers that are all 0 on an idle interval
+    aggregated: bool  # engine: `N Engines Aggregated` (a setting, said the first time)
+    kv: bool  # engine: names a KV cache device (a setting, said the first time)
+    # spec: the numbers of the mean acceptance length, the accepted and drafted counts and
+    # the per-position rates, and whether its field set is of the bonus-counting era
+    accept: int = -1
+    accepted: int = -1
+    drafted: int = -1
+    positions: tuple[int, ...] = ()
+    era: bool = False
+
+
+# ---------------------------------------------------------------------- learning
+
+
+def _steady(ctx: ParseContext) -> Reader:
+    """A reader in the state the chunk path reads lines in: the settings said, the bonus-token
+    fact known and contradicted, an engine line (of rank `R`) read before."""
+    r = Reader(ctx)
+    r._settings_done |= {"aggregated_engines", "kv_cache_device", "speculative_num_steps"}
+    r._bonus = _Bonus(True, 1, "")
+    r._bonus_clash = True
+    r._accept_line = 1
+    r._rank = "R"
+    return r
+
+
+def _read_alone(text: str) -> tuple[list[Record], dict[str, int]]:
+    """What the steady reader yields from one line (its notes too), and its counts."""
+    ctx = ParseContext(file="")
+    records = list(_steady(ctx).feed(Line(1, text)))
+    return records + list(ctx.diagnostics), dict(ctx.counts)
+
+
+def _learn(text: str) -> _Layout | None:
+    """The layout of an engine, spec or MFU line, when `Reader.feed` reads every line of that
+    shape alike in the steady state (the walk feeds the lines that leave it)."""
+    if not text.isascii() or any(w in text for w in ("ERROR", "CRITICAL", *BENCH_WORDS)):
+        return None
+    m = _ENGINE_MARK.search(text)
+    if m is not None:
+        kind, marker = _ENGINE, m.start()
+        body = max(
+            [t.end() for t in _ENGINE_TAG.finditer(text, 0, marker + 1)][-1:]
+            + [a.end() for a in _AGGREGATED.finditer(text, 0, marker + 1)][:1]
+            + [0]
+        )
+        holes = _values(text, body)
+    elif (s := _SPEC_MARK.search(text)) is not None:
+        if s.group("kind") != "SpecDecoding":
+            return None  # `Speculative metrics` may be V0's cumulative counters: fed
+        kind, marker, body = _SPEC, s.start(), s.end()
+        holes = _values(text, body)
+    elif "MFU" in text and (f := _MFU_MARK.search(text)) is not None:
+        kind, marker, body = _MFU, f.start(), f.end()
+        holes = [v.span("num") for v in _MFU_VALUE.finditer(text, body)]
+    else:
+        return None
+    nums = list(_NUM.finditer(text))
+    index = {n.span(): k for k, n in enumerate(nums)}
+    if holes is None or not holes or any(h not in index for h in holes):
+        return None
+    value_nums = {index[h] for h in holes}
+    pattern = _pattern(text, nums, value_nums)
+    if re.fullmatch(pattern, text) is None:
+        return None
+    ts = _ts_span(text, marker)
+    if ts == (-1, -1):
+        return None
+    rank = None
+    if kind != _SPEC:
+        tags = list(_ENGINE_TAG.finditer(text, 0, marker + 1))
+        if tags:
+            if " ".join(tags[-1].group("tag").split()) != tags[-1].group("tag"):
+                return None
+            rank = tags[-1].span("tag")
+    # which number each sample is: read copies whose values all differ (none 0)
+    for seed in range(3):
+        copy = _renumbered(text, nums, value_nums, seed)
+        records, counts = _read_alone(copy)
+        if counts != {_KINDS[kind]: 1} or not all(isinstance(r, Sample) for r in records):
+            return None
+        outputs = _outputs(records, copy, nums)
+        if outputs is not None:
+            break
+    else:
+        return None
+    for r in records:
+        assert isinstance(r, Sample)
+        if r.ts != _at(copy, ts) or r.rank != (_at(copy, rank) if kind != _SPEC else "R"):
+            return None
+        if r.line != 1 or r.block is not None or r.run is not None:
+            return None
+    metrics = [o.metric for o in outputs]
+    if len(set(metrics)) < len(metrics):
+        return None  # the reader keeps one value of a metric read twice: fed
+    layout = _Layout(
+        kind=kind,
+        pattern=pattern,
+        nums=len(nums),
+        outputs=tuple(outputs),
+        ts=ts,
+        rank=rank,
+        idle=None,
+        aggregated=kind == _ENGINE and any(_AGGREGATED.finditer(text, 0, marker + 1)),
+        kv=kind == _ENGINE and "kv_cache_usage" in metrics,
+    )
+    if kind == _ENGINE:
+        idle = _idle_numbers(text, nums, outputs)
+        if idle is None:
+            return None
+        layout = replace(layout, idle=idle or None)
+    if kind == _SPEC:
+        at = {o.metric: o.num for o in outputs}
+        layout = replace(
+            layout,
+            accept=at.get("accept_len", -1),
+            accepted=at.get("accepted_tokens", -1),
+            drafted=at.get("drafted_tokens", -1),
+            positions=tuple(
+                o.num for o in outputs if o.metric.startswith("position_acceptance_rate_")
+            ),
+            era=_era(text, body),
+        )
+    # ... and the learned line itself reads as the layout reads it
+    records, _ = _read_alone(text)
+    values = [float(n.group()) for n in nums]
+    if [r.value for r in records if isinstance(r, Sample)] != [
+        _sample_value(values[o.num], o) for o in outputs
+    ] and not (kind == _ENGINE and layout.idle is not None and records == []):
+        return None
+    return layout
+
+
+def _pattern(text: str, nums: list[re.Match[str]], values: set[int]) -> str:
+    """The line as a regex: its text, each number that is no value a run of digits of its
+    width, each value a number with the decimals printed."""
+    out, pos = ["^"], 0
+    for k, n in enumerate(nums):
+        out.append(_rx(text[pos : n.start()]))
+        whole, _, dec = n.group().partition(".")
+        if k in values:
+            out.append(r"[0-9]{1,15}" + (rf"\.[0-9]{{{len(dec)}}}" if dec else ""))
+        else:
+            out.append(f"[0-9]{{{len(whole)}}}" + (rf"\.[0-9]{{{len(dec)}}}" if dec else ""))
+        pos = n.end()
+    return "".join(out) + _rx(text[pos:]) + "$"
+
+
+def _values(text: str, start: int) -> list[tuple[int, int]] | None:
+    """The spans of the numbers `Reader` reads from a `label: value, ...` body (lists too)."""
+    holes: list[tuple[int, int]] = []
+    for f in keyed_fields(text, start):
+        if f.key.endswith("kv fetch"):
+            return None  # `KV fetch: a waiting to start, b in progress, ...`: fed
+        end = f.start + len(f.value)
+        pos = f.start
+        while pos < end:
+            while pos < end and text[pos] == " ":
+                pos += 1
+            n = VALUE_NUMBER.match(text, pos, end)
+            if n is None:
+                break
+            holes.append(n.span())
+            nxt = text.find(", ", n.end(), end)
+            if nxt < 0:
+                break
+            pos = nxt + 2
+    return holes
+
+
+def _era(text: str, body: int) -> bool:
+    """Whether a spec line's field set is of the bonus-counting era (`_BONUS_ERA`)."""
+    keys: set[str] = set()
+    for f in keyed_fields(text, body):
+        entry = lookup_field(f.key, _SPEC_FIELDS)
+        if entry is not None:
+            keys |= {entry[0], f.key}
+    return bool(keys & _BONUS_ERA)
+
+
+def _ts_span(text: str, end: int) -> tuple[int, int] | None:
+    """Where `Reader._ts(text, end)` finds the timestamp; (-1, -1) when it is not printed
+    as the reader gives it (blanks joined)."""
+    m = _LEVEL_TS.search(text, 0, end)
+    if m is not None:
+        span = m.span("ts")
+    else:
+        t = _ANY_TS.search(text, 0, end)
+        if t is None:
+            return None
+        span = t.span()
+    raw = text[span[0] : span[1]]
+    return span if " ".join(raw.split()) == raw else (-1, -1)
+
+
+def _at(text: str, span: tuple[int, int] | None) -> str | None:
+    return None if span is None else text[span[0] : span[1]]
+
+
+def _renumbered(text: str, nums: list[re.Match[str]], values: set[int], seed: int) -> str:
+    """The line with each value changed to another (its digits and decimals as many, none
+    0), each its own where the digits allow: the reader's samples then say which number
+    each one is."""
+    out, pos = [], 0
+    for k, n in enumerate(nums):
+        out.append(text[pos : n.start()])
+        raw = n.group()
+        if k in values:
+            whole, _, dec = raw.partition(".")
+            code, digits = k * 3 + seed * 7 + 1, []
+            for _ in range(len(whole) + len(dec)):
+                code, d = divmod(code, 9)
+                digits.append(str(d + 1))
+            got = "".join(reversed(digits))
+            raw = got[: len(whole)] + ("." + got[len(whole) :] if dec else "")
+        out.append(raw)
+        pos = n.end()
+    return "".join(out) + text[pos:]
+
+
+def _outputs(records: list[Record], copy: str, nums: list[re.Match[str]]) -> list[_Out] | None:
+    """Which number of the line each sample is (None: one is no number, or two could be)."""
+    values = [float(n.group()) for n in _NUM.finditer(copy)]
+    out = []
+    for r in records:
+        assert isinstance(r, Sample)
+        hit = _which(r.value, values)
+        if hit is None:
+            return None
+        k, pct = hit
+        out.append(_Out(r.metric, k, pct, len(nums[k].group().partition(".")[2])))
+    return out
+
+
+def _which(value: float, nums: list[float]) -> tuple[int, bool] | None:
+    """The one number a sample is: as printed, or as a percentage (None: not one)."""
+    plain = [k for k, v in enumerate(nums) if v == value]
+    pct = [k for k, v in enumerate(nums) if float(f"{v!r}e-2") == value]
+    if len(plain) + len(pct) != 1:
+        return None
+    return (plain[0], False) if plain else (pct[0], True)
+
+
+def _sample_value(number: float, out: _Out) -> float:
+    """A sample's value from its number, as the reader reads it (a percentage as the
+    nearest double to the printed digits / 100, which `Read.fraction` gives)."""
+    if not out.pct:
+        return number
+    return round(number * 10.0**out.dec) / 10.0 ** (out.dec + 2)
+
+
+def _idle_numbers(
+    text: str, nums: list[re.Match[str]], outputs: list[_Out]
+) -> tuple[int, ...] | None:
+    """The numbers whose being all 0 makes an engine line an idle interval (`_idle`): ()
+    when no line of the layout is one, None when the reader does not read the line with
+    them 0 as an idle one."""
+    metrics = [o.metric for o in outputs]
+    if not all(m in metrics for m in _ACTIVITY):
+        return ()  # never idle: `_idle` says False or None
+    activity = {o.num for o in outputs if o.metric in (*_ACTIVITY, "swapped_req")}
+    out, pos = [], 0
+    for k, n in enumerate(nums):
+        out.append(text[pos : n.start()])
+        out.append(re.sub(r"[0-9]", "0", n.group()) if k in activity else n.group())
+        pos = n.end()
+    records, counts = _read_alone("".join(out) + text[pos:])
+    if records or counts != {"engine": 1, "idle": 1}:
+        return None
+    return tuple(sorted(activity))
+
+
+# ---------------------------------------------------------------------- chunks
+
+
+class Fast:
+    """Chunk-at-a-time reading of a vLLM log (see the module's notes)."""
+
+    def __init__(self, reader: Reader, ctx: ParseContext) -> None:
+        self.r = reader
+        self.ctx = ctx
+        self.layouts: list[_Layout] = []
+        self.index: dict[str, int] = {}
+        self.hits: list[int] = []
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def prepare(self, chunk: Chunk) -> Future[ChunkRun | None]:
+        """Start preparing a chunk on a worker thread."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(AHEAD, thread_name_prefix="sessionlens-vllm")
+        return self._pool.submit(self._prepare, chunk)
+
+    def _prepare(self, chunk: Chunk) -> ChunkRun | None:
+        import polars as pl
+
+        t = pl.col("t")
+        flags = {"word": t.str.contains(_FEED_RX), "ascii": t.str.len_bytes() == t.str.len_chars()}
+        lines = _lines.polars_lines(chunk, flags)
+        if lines is None:
+            return None
+        text, found = lines
+        return ChunkRun(self, chunk, text, found["word"], found["ascii"])
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def learn(self, text: str) -> int | None:
+        """The index of a line's layout (learned now, or known), if it has one."""
+        layout = _learn(text)
+        if layout is None:
+            return None
+        with self._lock:
+            at = self.index.get(layout.pattern)
+            if at is not None:
+                return at
+            if len(self.layouts) >= _MAX_LAYOUTS:
+                return None
+            self.layouts.append(layout)
+            self.hits.append(0)
+            self.index[layout.pattern] = len(self.layouts) - 1  # published last
+            return len(self.layouts) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Bench:
+    """A benchmark run starts at this chunk row: the log goes line by line from there."""
+
+    row: int
+
+
+class ChunkRun:
+    """One chunk's lines: which go to `feed`, which are read in bulk, and their samples."""
+
+    def __init__(
+        self,
+        fast: Fast,
+        chunk: Chunk,
+        t: pl.Series,
+        word: npt.NDArray[np.bool_],
+        ascii_: npt.NDArray[np.bool_],
+    ) -> None:
+        import numpy as np
+
+        self.f = fast
+        self.chunk = chunk
+        self.t = t
+        self.n = n = t.len()
+        # lines holding no word: access lines and ignored ones
+        other = np.flatnonzero(~word & ascii_)
+        self.http = np.zeros(n, np.bool_)
+        if len(other):
+            self.http[other[t.gather(other).str.contains(_HTTP_RX).to_numpy()]] = True
+        self.ignored = np.zeros(n, np.bool_)
+        self.ignored[other] = True
+        self.ignored[self.http] = False
+        # lines holding one: an engine, spec or MFU mark's read by a layout, others counted
+        # (unread kinds) or fed
+        cand = np.flatnonzero(word & ascii_)
+        self.layout = np.full(n, -1, np.int64)
+        self.unread = np.full(n, -1, np.int8)  # the index of an unread line's kind
+        self.fed = np.zeros(n, np.bool_)
+        self.fed[~ascii_] = True
+        if len(cand):
+            marked = t.gather(cand).str.contains(_MARKS).to_numpy()
+            self._match(cand[marked])
+            self.fed[cand[marked]] = self.layout[cand[marked]] < 0
+            rest = cand[~marked]
+            kind = t.gather(rest).str.extract(_UNREAD_RX, 1)
+            hit = kind.is_not_null().to_numpy()
+            it = kind.str.starts_with("Iteration").fill_null(False).to_numpy()
+            self.unread[rest[hit]] = np.where(it[hit], 0, 1)
+            self.fed[rest[~hit]] = True
+        self._read()
+
+    @property
+    def first(self) -> int:
+        return self.chunk.first
+
+    def _match(self, cand: npt.NDArray[np.int64]) -> None:
+        """Each candidate's layout: the known ones, the one that read most first, then those
+        learned from lines no layout reads (a first chunk, a restart, a new field)."""
+        f = self.f
+        with f._lock:
+            known = sorted(range(len(f.layouts)), key=lambda li: -f.hits[li])
+        for li in known:
+            if not self._try(cand, li):
+                return
+        failed: set[str] = set()
+        for _ in range(_LEARN_PER_CHUNK):
+            open_ = cand[self.layout[cand] < 0]
+            pick = next((r for r in open_[:64].tolist() if self.t[r] not in failed), None)
+            if pick is None:
+                return
+            text = self.t[pick]
+            new = f.learn(text)
+            if new is None or new in known:
+                failed.add(text)
+                continue
+            known.append(new)
+            if not self._try(cand, new):
+                return
+
+    def _try(self, cand: npt.NDArray[np.int64], li: int) -> bool:
+        """Match the candidates no layout read with layout `li`; False when none is left."""
+        open_ = cand[self.layout[cand] < 0]
+        if len(open_) == 0:
+            return False
+        hit = self.t.gather(open_).str.contains(self.f.layouts[li].pattern).to_numpy()
+        self.layout[open_[hit]] = li
+        with self.f._lock:
+            self.f.hits[li] += int(hit.sum())
+        return True
+
+    def _read(self) -> None:
+        """Every number of the lines a layout read, and their timestamps and own ranks."""
+        import numpy as np
+        import polars as pl
+
+        f = self.f
+        self.rows: dict[int, npt.NDArray[np.int64]] = {}
+        self.values: dict[int, npt.NDArray[np.float64]] = {}
+        self.ts: dict[int, pl.Series] = {}
+        self.ranks: dict[int, list[str]] = {}
+        read = np.flatnonzero(self.layout >= 0)
+        self.kind = np.full(self.n, -1, np.int8)
+        for li in np.unique(self.layout[read]).tolist():
+            lay = f.layouts[li]
+            rows = read[self.layout[read] == li]
+            cols: dict[str, pl.Expr] = {
+                "v": pl.col("t")
+                .str.extract_all(_NUM.pattern)
+                .list.eval(pl.element().cast(pl.Float64))
+                .list.to_array(lay.nums)
+            }
+            if lay.ts is not None:
+                cols["ts"] = pl.col("t").str.slice(lay.ts[0], lay.ts[1] - lay.ts[0])
+            if lay.rank is not None:
+                cols["rank"] = pl.col("t").str.slice(lay.rank[0], lay.rank[1] - lay.rank[0])
+            got = self.t.gather(rows).to_frame("t").select(**cols)
+            self.rows[li] = rows
+            self.values[li] = got["v"].to_numpy()
+            self.kind[rows] = lay.kind
+            if lay.ts is not None:
+                self.ts[li] = got["ts"]
+            if lay.rank is not None:
+                self.ranks[li] = got["rank"].to_list()
+        # each engine line's rank (an index into `rank_names`) and whether it is idle, in
+        # line order
+        self.rank_names: list[str | None] = [None]
+        codes: dict[str | None, int] = {None: 0}
+        rows_, rank_, idle_ = [], [], []
+        for li, rows in self.rows.items():
+            lay = f.layouts[li]
+            if lay.kind != _ENGINE:
+                continue
+            names = self.ranks.get(li)
+            if names is None:
+                rank_.append(np.zeros(len(rows), np.int64))
+            else:
+                for name in dict.fromkeys(names):
+                    codes.setdefault(name, len(codes))
+                rank_.append(np.array([codes[x] for x in names], np.int64))
+            if lay.idle is None:
+                idle_.append(np.zeros(len(rows), np.bool_))
+            else:
+                idle_.append((self.values[li][:, list(lay.idle)] == 0).all(axis=1))
+            rows_.append(rows)
+        self.rank_names = list(codes)
+        self.rank_code = codes
+        if rows_:
+            order = np.argsort(np.concatenate(rows_), kind="stable")
+            self.engine_rows = np.concatenate(rows_)[order]
+            self.engine_rank = np.concatenate(rank_)[order]
+            self.engine_idle = np.concatenate(idle_)[order]
+        else:
+            self.engine_rows = np.zeros(0, np.int64)
+            self.engine_rank = np.zeros(0, np.int64)
+            self.engine_idle = np.zeros(0, np.bool_)
+
+    # ------------------------------------------------------------------ the walk
+
+    def run(self, reader: Reader) -> Iterator[Record | Bench]:
+        """Records of the chunk's lines in order (its samples go to the sink at the end); a
+        benchmark run's start ends the walk with a `Bench`."""
+        import numpy as np
+
+        self.fed_samples: list[tuple[int, Sample]] = []
+        # (row, the engine and idle state after it) for each fed row: spec lines after it
+        # take them
+        self.states: list[tuple[int, str | None, bool]] = [(-1, reader._rank, reader._idle)]
+        self.dropped = np.zeros(self.n, np.bool_)  # rows read in bulk but fed after all
+        fed_rows = np.flatnonzero(self.fed).tolist()
+        prev = k = 0
+        while True:
+            nxt = fed_rows[k] if k < len(fed_rows) else self.n
+            special = self._special(reader, prev, nxt)
+            row = nxt if special is None else special
+            self._settle(reader, prev, row)
+            if row >= self.n:
+                break
+            if special is None:
+                k += 1
+            else:
+                self.dropped[row] = True
+            text = self.t[row]
+            if any(w in text for w in BENCH_WORDS) and _BENCH_START.search(text):
+                yield from self._hand_over(row)
+                yield Bench(row)
+                return
+            for rec in reader.feed(Line(self.first + row, text)):
+                if isinstance(rec, Sample):
+                    self.fed_samples.append((row, rec))
+                else:
+                    yield rec
+            self.states.append((row, reader._rank, reader._idle))
+            prev = row + 1
+        yield from self._hand_over(self.n)
+
+    def _special(self, reader: Reader, a: int, b: int) -> int | None:
+        """The first row in [a, b) read in bulk that `feed` must read after all: one that
+        says a setting or a kind of line for the first time, or something new of the bonus
+        token."""
+        import numpy as np
+
+        f = self.f
+        found: list[int] = []
+        done = reader._settings_done
+        for li, rows in self.rows.items():
+            lay = f.layouts[li]
+            first_time = (lay.aggregated and "aggregated_engines" not in done) or (
+                lay.kv and "kv_cache_device" not in done
+            )
+            if first_time:
+                at = int(np.searchsorted(rows, a))
+                if at < len(rows) and rows[at] < b:
+                    found.append(int(rows[at]))
+        for code, name in enumerate(_UNREAD_KINDS):
+            if name not in reader._unread_kinds:
+                hit = np.flatnonzero(self.unread[a:b] == code)
+                if len(hit):
+                    found.append(a + int(hit[0]))
+        bonus = self._bonus_row(reader, a, min([b, *found]))
+        if bonus is not None:
+            found.append(bonus)
+        return min(found) if found else None
+
+    def _bonus_row(self, reader: Reader, a: int, b: int) -> int | None:
+        """The first spec row in [a, b) whose mean acceptance length tells the reader
+        something new of the bonus token (`Reader._infer_bonus`, `_note_bonus`)."""
+        import numpy as np
+
+        if reader._bonus is not None and reader._bonus_clash:
+            return None
+        best: int | None = None
+        for li, rows in self.rows.items():
+            lay = self.f.layouts[li]
+            if lay.kind != _SPEC or lay.accept < 0:
+                continue
+            lo, hi = np.searchsorted(rows, [a, b]).tolist()
+            if hi <= lo:
+                continue
+            said = _inferred(lay, self.values[li][lo:hi], reader._k, reader._version)
+            new = said >= 0
+            if reader._bonus is not None:
+                new &= said != int(reader._bonus.value)
+            hit = np.flatnonzero(new)
+            if len(hit):
+                row = int(rows[lo + hit[0]])
+                best = row if best is None else min(best, row)
+        return best
+
+    def _settle(self, reader: Reader, a: int, b: int) -> None:
+        """The reader's state after the rows [a, b), none of them fed: counts, idle
+        intervals, the engine line last read, the first mean acceptance length."""
+        import numpy as np
+
+        if b <= a:
+            return
+        ctx = self.f.ctx
+        reader._error_run = False  # none of these lines holds ERROR or CRITICAL
+        reader.claimed = not bool(self.http[b - 1] or self.ignored[b - 1])
+        for name, mask in (("http-access", self.http), ("ignored", self.ignored)):
+            n = int(np.count_nonzero(mask[a:b]))
+            if n:
+                ctx.count(name, n)
+        for code, name in enumerate(_UNREAD_KINDS):
+            n = int(np.count_nonzero(self.unread[a:b] == code))
+            if n:
+                ctx.count(f"unread:{name}", n)
+        kinds = self.kind[a:b]
+        for code, name in enumerate(_KINDS):
+            n = int(np.count_nonzero(kinds == code))
+            if n:
+                ctx.count(name, n)
+        lo, hi = np.searchsorted(self.engine_rows, [a, b]).tolist()
+        if hi > lo:
+            idle = np.flatnonzero(self.engine_idle[lo:hi])
+            if len(idle):
+                ctx.count("idle", len(idle))
+                reader._idle_count += len(idle)
+                first_idle = self.first + int(self.engine_rows[lo + idle[0]])
+                reader._idle_first = reader._idle_first or first_idle
+            reader._rank = self.rank_names[int(self.engine_rank[hi - 1])]
+            reader._idle = bool(self.engine_idle[hi - 1])
+        if reader._accept_line is None:
+            for li, rows in self.rows.items():
+                if self.f.layouts[li].accept >= 0:
+                    at = int(np.searchsorted(rows, a))
+                    if at < len(rows) and rows[at] < b:
+                        row = self.first + int(rows[at])
+                        if reader._accept_line is None or row < reader._accept_line:
+                            reader._accept_line = row
+
+    # ------------------------------------------------------------------ the hand-over
+
+    def _hand_over(self, upto: int) -> Iterator[Record]:
+        """The samples of the chunk's rows before `upto`, in line order (to the sink)."""
+        import numpy as np
+        import polars as pl
+
+        f = self.f
+        parts: list[pl.DataFrame] = []
+        for li, rows in self.rows.items():
+            lay = f.layouts[li]
+            values = self.values[li]
+            keep = ~self.dropped[rows] & (rows < upto)
+            rank: pl.Series | None = None
+            if lay.kind == _SPEC:
+                names, idle = self._spec_state(rows)
+                keep &= ~idle
+                rank = pl.Series(names, dtype=pl.String)
+            else:
+                if lay.idle is not None:
+                    keep &= ~(values[:, list(lay.idle)] == 0).all(axis=1)
+                if li in self.ranks:
+                    rank = pl.Series(self.ranks[li], dtype=pl.String)
+            sel = np.flatnonzero(keep)
+            if len(sel) == 0:
+                continue
+            k = len(lay.outputs)
+            vals = values[sel][:, [o.num for o in lay.outputs]]
+            for j, o in enumerate(lay.outputs):
+                if o.pct:
+                    vals[:, j] = np.rint(vals[:, j] * 10.0**o.dec) / 10.0 ** (o.dec + 2)
+            owner = np.repeat(sel, k)
+            none = pl.Series([None], dtype=pl.String).gather(np.zeros(len(owner), np.int64))
+            parts.append(
+                pl.DataFrame(
+                    {
+                        "emit": rows[owner],
+                        "place": np.tile(np.arange(k), len(sel)),
+                        "rank": none if rank is None else rank.gather(owner),
+                        "ts": none if li not in self.ts else self.ts[li].gather(owner),
+                        "metric": pl.Series([o.metric for o in lay.outputs]).gather(
+                            np.tile(np.arange(k), len(sel))
+                        ),
+                        "value": vals.ravel(),
+                    }
+                )
+            )
+        fed = [(row, s) for row, s in self.fed_samples if row < upto]
+        if fed:
+            cols = batch_columns([s for _, s in fed])
+            parts.append(
+                pl.DataFrame(
+                    {
+                        "emit": [row for row, _ in fed],
+                        "place": list(range(len(fed))),
+                        "rank": pl.Series(cols["rank"], dtype=pl.String),
+                        "ts": pl.Series(cols["ts"], dtype=pl.String),
+                        "metric": pl.Series(cols["metric"], dtype=pl.String),
+                        "value": pl.Series(cols["value"], dtype=pl.Float64),
+                    }
+                )
+            )
+        if not parts:
+            return
+        frame = (
+            pl.concat(parts)
+            .sort("emit", "place")
+            .select(
+                (pl.col("emit") + self.first).alias("line"),
+                pl.lit(None, pl.Int64).alias("block"),
+                pl.lit(None, pl.Int64).alias("run"),
+                pl.col("rank", "ts", "metric").cast(pl.Categorical),
+                "value",
+            )
+        )
+        batch = SampleBatch(frame.select(BATCH_COLUMNS))
+        if f.ctx.sink is not None:
+            f.ctx.sink(batch)
+        else:
+            yield from batch.samples()
+
+    def _spec_state(
+        self, rows: npt.NDArray[np.int64]
+    ) -> tuple[list[str | None], npt.NDArray[np.bool_]]:
+        """The engine and idle state spec rows are read in: that of the engine line before
+        each (read in bulk), or the reader's after the fed row before it, whichever is
+        later."""
+        import numpy as np
+
+        kept = ~self.dropped[self.engine_rows]
+        eng = self.engine_rows[kept]
+        fed = np.array([s[0] for s in self.states], np.int64)
+        at_e = np.searchsorted(eng, rows) - 1
+        at_f = np.searchsorted(fed, rows) - 1
+        names = self.rank_names + [s[1] for s in self.states]
+        fed_rank = np.arange(len(self.states)) + len(self.rank_names)
+        fed_idle = np.array([s[2] for s in self.states], np.bool_)
+        rank = fed_rank[at_f]
+        idle = fed_idle[at_f]
+        if len(eng):
+            bulk = (at_e >= 0) & (eng[np.maximum(at_e, 0)] > fed[at_f])
+            at = np.maximum(at_e, 0)
+            rank = np.where(bulk, self.engine_rank[kept][at], rank)
+            idle = np.where(bulk, self.engine_idle[kept][at], idle)
+        return [names[c] for c in rank.tolist()], idle
+
+
+def _inferred(
+    lay: _Layout, values: npt.NDArray[np.float64], k: int | None, version: str | None
+) -> npt.NDArray[np.int8]:
+    """Per spec line, what `Reader._infer_bonus` says of its mean acceptance length: 1 it
+    counts the bonus token, 0 it does not, -1 nothing."""
+    import numpy as np
+
+    al = values[:, lay.accept]
+    out = np.full(len(al), -1, np.int8)
+    undecided = np.ones(len(al), np.bool_)
+
+    def say(mask: npt.NDArray[np.bool_], value: int) -> None:
+        hit = undecided & mask
+        out[hit] = value
+        undecided[hit] = False
+
+    if lay.positions:
+        expected = values[:, lay.positions[0]]
+        for p in lay.positions[1:]:
+            expected = expected + values[:, p]  # summed in order, as `sum` does
+        tol = 0.0051 + 0.0005 * len(lay.positions)
+        say(np.abs(al - expected) <= tol, 0)
+        say(np.abs(al - 1 - expected) <= tol, 1)
+    if k and lay.accepted >= 0 and lay.drafted >= 0:
+        drafted = values[:, lay.drafted]
+        some = drafted != 0
+        with np.errstate(divide="ignore", invalid="ignore"):
+            expected = values[:, lay.accepted] / (drafted / k)
+        say(some & (np.abs(al - expected) <= 0.0051), 0)
+        say(some & (np.abs(al - 1 - expected) <= 0.0051), 1)
+    every = np.ones(len(al), np.bool_)
+    if lay.era:
+        say(every, 1)
+    if version is not None:
+        by_version = bonus_from_version(version)
+        if by_version is not None:
+            say(every, int(by_version))
+    say(al < 1 - 0.0051, 0)
+    return out

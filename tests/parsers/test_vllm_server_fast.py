@@ -1,0 +1,345 @@
+"""The vLLM server log's chunk path (issue 22) gives exactly what the line-by-line path gives.
+
+Every comparison runs `vllm_server.parse` twice on the same file, the chunk path off and
+forced on (even for tiny files, with tiny chunks so chunk borders fall everywhere), and
+compares samples (in order, every column), the other records, the record counts, the
+embedded formats and the reader's notes. Speed is measured in benchmarks/, never here.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessionlens import _lines
+from sessionlens.model import Sample, SampleBatch
+from sessionlens.parsers import vllm_server as V
+from sessionlens.parsers.base import ParseContext
+from sessionlens.parsers.vllm_server import fast as F
+
+FORMATS = Path(__file__).resolve().parent.parent.parent / "fixtures" / "formats"
+FIXTURES = sorted(
+    p
+    for d in ("vllm-server", "vllm-bench-serve", "phase-timing")
+    for p in (FORMATS / d).iterdir()
+    if p.is_file() and not p.name.endswith((".expected.csv", ".diag.txt", ".got", ".md"))
+)
+
+
+class Bulk:
+    """Counts the lines the chunk path read by a layout (so a test proves it ran)."""
+
+    rows = 0
+
+
+@pytest.fixture(autouse=True)
+def _count_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = F.ChunkRun._read
+
+    def counting(self: Any) -> None:
+        real(self)
+        Bulk.rows += sum(len(r) for r in self.rows.values())
+
+    monkeypatch.setattr(F.ChunkRun, "_read", counting)
+    Bulk.rows = 0
+
+
+def _key(s: Sample) -> tuple[Any, ...]:
+    v = "nan" if isinstance(s.value, float) and math.isnan(s.value) else s.value
+    return (s.metric, v, s.line, s.block, s.run, s.rank, s.ts)
+
+
+def parse(
+    path: Path, monkeypatch: pytest.MonkeyPatch, fast: bool, chunk: int = 1 << 20
+) -> tuple[Any, ...]:
+    """Everything one parse gives, samples apart from the other records."""
+    monkeypatch.setattr(V, "FAST", fast)
+    monkeypatch.setattr(V, "FAST_CHUNK", chunk)
+    monkeypatch.setattr(V, "FAST_MIN_BYTES", 0)
+    src = _lines.read(path, display=path.name)
+    ctx = ParseContext(file=path.name)
+    samples: list[tuple[Any, ...]] = []
+
+    def take(batch: SampleBatch) -> None:
+        samples.extend(_key(s) for s in batch.samples())
+
+    ctx.sink = take
+    others = []
+    for rec in V.parse(src, ctx):
+        if isinstance(rec, Sample):
+            samples.append(_key(rec))
+        else:
+            others.append(rec)
+    notes = [str(d) for d in src.notes]
+    counts = dict(ctx.counts)
+    return samples, others, counts, sorted(ctx.embedded), notes, src.n_lines, src.sha256
+
+
+def assert_same(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    slow = parse(path, monkeypatch, fast=False)
+    fast = parse(path, monkeypatch, fast=True, chunk=chunk)
+    names = ("samples", "other records", "counts", "embedded", "notes", "lines", "sha256")
+    for name, a, b in zip(names, slow, fast, strict=True):
+        assert b == a, f"{path.name}, chunk {chunk}: {name} differ"
+
+
+@pytest.mark.parametrize("chunk", [300, 1 << 20])
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_chunk_path_gives_what_the_line_path_gives_on_every_fixture(
+    path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert_same(path, monkeypatch, chunk)
+
+
+def test_the_fixtures_are_read_in_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the comparisons above prove something only if lines take the bulk path
+    read = 0
+    for path in FIXTURES:
+        Bulk.rows = 0
+        parse(path, monkeypatch, fast=True)
+        read += Bulk.rows
+    assert read >= 30
+
+
+# ---------------------------------------------------------------------- generated logs
+
+PREFIXES = [
+    "(APIServer pid={pid}) INFO {ts} [loggers.py:236] ",
+    "INFO {ts} [loggers.py:80] ",
+    "INFO {ts} metrics.py:349] ",
+    "vllm-1  | (APIServer pid={pid}) INFO {ts} [loggers.py:118] ",
+    "2025-12-05T09:12:40.{ns}Z \x1b[0;36m(APIServer pid={pid})\x1b[0;0m \x1b[32mINFO\x1b[0m {ts} [loggers.py:236] ",
+    "[1;36m(APIServer pid={pid})[0;0m INFO {ts} [loggers.py:236] ",
+]
+ENGINES = [
+    "Engine {e:03d}: Avg prompt throughput: {p:.1f} tokens/s, Avg generation throughput: {g:.1f} tokens/s, Running: {r} reqs, Waiting: {w} reqs, GPU KV cache usage: {kv:.1f}%, Prefix cache hit rate: {h:.1f}%",
+    "Avg prompt throughput: {p:.1f} tokens/s, Avg generation throughput: {g:.1f} tokens/s, Running: {r} reqs, Waiting: {w} reqs, GPU KV cache usage: {kv:.1f}%, Prefix cache hit rate: {h:.1f}%",
+    "Engine {e:03d}: Avg prompt throughput: {p:.1f} tokens/s, Avg generation throughput: {g:.1f} tokens/s, Running: {r} reqs, Waiting: {w} reqs, Preemptions: {pre}, Prefix cache hit rate: {h:.1f}%, GPU KV cache usage: {kv:.1f}%",
+    "2 Engines Aggregated: Avg prompt throughput: {p:.1f} tokens/s, Avg generation throughput: {g:.1f} tokens/s, Running: {r} reqs, Waiting: {w} reqs, GPU KV cache usage: {kv:.1f}%, Prefix cache hit rate: {h:.1f}%",
+    "Avg prompt throughput: {p:.1f} tokens/s, Avg generation throughput: {g:.1f} tokens/s, Running: {r} reqs, Swapped: 0 reqs, Pending: {w} reqs, GPU KV cache usage: {kv:.1f}%, CPU KV cache usage: 0.0%.",
+    "Engine {e:03d}: Avg prompt throughput: {p:.1f} tokens/s, Avg generation throughput: {g:.1f} tokens/s, Running: {r} reqs, Waiting: {w} reqs, XPU KV cache usage: {kv:.1f}%",
+]
+SPECS = [
+    "SpecDecoding metrics: Mean acceptance length: {al:.2f}, Accepted throughput: {at:.2f} tokens/s, Drafted throughput: {dt:.2f} tokens/s, Accepted: {acc} tokens, Drafted: {dr} tokens, Per-position acceptance rate: {p0:.3f}, {p1:.3f}, {p2:.3f}, Avg Draft acceptance rate: {rate:.1f}%",
+    "SpecDecoding metrics: Draft acceptance rate: {rate:.1f}%, Mean acceptance length: {al:.2f}, Accepted: {acc} tokens, Drafted: {dr} tokens, Per-position acceptance rate: {p0:.3f}, {p1:.3f}",
+    "Speculative metrics: Draft acceptance rate: {fr:.3f}, Number of accepted tokens: {acc}, Number of draft tokens: {dr}, ",
+    "SpecDecoding metrics: Mean acceptance length: {al:.2f}, Accepted: {acc} tokens, Drafted: {dr} tokens, Avg Draft acceptance rate: nan%",
+]
+MFUS = [
+    "Engine {e:03d}: MFU: {tf:.1f} TF/s/device {gb:.1f} GB/s/device",
+    "MFU: {tf:.1f} TF/s/GPU {gb:.1f} GB/s/GPU",
+]
+OTHER = [
+    "Engine {e:03d}: Iteration({it}): 2 context requests, 2048 context tokens, 4 generation requests, 4 generation tokens, iteration elapsed time: 28.97 ms, GPU KV cache usage: 3.6%",
+    "DiffusionDecoding metrics: Committed token throughput: 150.20 tokens/s, Mean denoising steps per canvas: 3.21",
+    "Prefix cache hit rate: GPU: {h:.2f}%, CPU: 0.00%",
+    "Error in chat completion stream generator.",
+    "Engine {e:03d}: Avg prompt throughput: 12.0 tokens/s, Avg generation throughput: 3.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, Unknown thing: 4, GPU KV cache usage: 1.0%",
+    "Engine {e:03d}: Avg prompt throughput: 12.0 tokens/s, Avg generation throughput: nan tokens/s, Running: 1 reqs, Waiting: 0 reqs",
+    "Engine {e:03d}: Avg prompt throughput: 12.0 tokens/s, Avg generation throughput: 3.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, KV fetch: 0 waiting to start, 1 in progress, 0 completed waiting, GPU KV cache usage: 1.0%",
+    "Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: 3 reqs, Waiting: 0 reqs, GPU KV cache usage: 5.0%, Prefix cache hit rate: 1.0% — ünïcode",
+    "SpecDecodeWorker stage times: average_time_per_proposal_tok_ms=2.31 scoring_time_ms=30.42 verification_time_ms=1.07",
+]
+STARTS = [
+    "vLLM API server version {ver}",
+    "non-default args: {{'model': 'm', 'speculative_config': {{'method': 'eagle3', 'num_speculative_tokens': 3}}}}",
+    "Initializing a V1 LLM engine (v{ver}) with config: model='m', speculative_config=SpeculativeConfig(method='eagle3', model='d', num_spec_tokens=3), seed=0",
+]
+
+
+def generated_log(seed: int) -> bytes:
+    """A small vLLM log with what real ones hold: engine and spec lines of several versions
+    behind several prefixes, DP engines, idle intervals, MFU and iteration lines, access
+    lines, errors, restarts, cut or odd values, lines that are not ASCII, a cut last line."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    t = 0
+    prefix = rng.choice(PREFIXES)
+    engine, spec = rng.choice(ENGINES), rng.choice(SPECS)
+
+    def pre() -> str:
+        ts = f"11-14 {10 + t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}"
+        return prefix.format(pid=rng.choice([1, 12, 5120]), ts=ts, ns=rng.randrange(10**9))
+
+    for text in STARTS:
+        out.append(pre() + text.format(ver=rng.choice(["0.12.0", "0.8.5", "0.9.2"])))
+    for step in range(rng.randrange(150, 260)):
+        t += rng.randrange(1, 3)
+        if rng.random() < 0.02:  # a restart: another version, prefix, layout
+            prefix = rng.choice(PREFIXES)
+            engine, spec = rng.choice(ENGINES), rng.choice(SPECS)
+            for text in STARTS:
+                out.append(pre() + text.format(ver=rng.choice(["0.13.0", "0.33.0", "0.8.6.dev3"])))
+        for e in range(rng.choice([1, 1, 2])):
+            running = rng.choice([0, 0, 1, 4, 16, 64])
+            v = {
+                "e": e,
+                "p": rng.choice([0.0, rng.uniform(1, 9000)]),
+                "g": 0.0 if running == 0 and rng.random() < 0.7 else rng.uniform(0, 3000),
+                "r": running,
+                "w": 0 if rng.random() < 0.8 else rng.randrange(5),
+                "pre": rng.randrange(3),
+                "kv": rng.uniform(0, 99),
+                "h": rng.uniform(0, 60),
+            }
+            out.append(pre() + engine.format(**v))
+            dr = rng.randrange(0, 3000)
+            pos = sorted((rng.uniform(0.2, 0.95) for _ in range(3)), reverse=True)
+            acc = round(sum(round(p, 3) for p in pos) * dr / 3)
+            s = {
+                "al": rng.choice(
+                    [1 + acc / (dr / 3) if dr else 1.0, sum(pos), rng.uniform(0.5, 4)]
+                ),
+                "at": acc / 10,
+                "dt": dr / 10,
+                "acc": acc,
+                "dr": dr,
+                "p0": pos[0],
+                "p1": pos[1],
+                "p2": pos[2],
+                "rate": acc / dr * 100 if dr else 0.0,
+                "fr": acc / dr if dr else 0.0,
+            }
+            if rng.random() < 0.9:
+                out.append(pre() + spec.format(**s))
+            if rng.random() < 0.3:
+                out.append(
+                    pre()
+                    + rng.choice(MFUS).format(
+                        e=e, tf=rng.uniform(90, 140), gb=rng.uniform(1200, 1700)
+                    )
+                )
+        for _ in range(rng.randrange(3)):
+            port = rng.randrange(30000, 60000)
+            out.append(
+                pre().split(" INFO ")[0]
+                + f' INFO:     127.0.0.1:{port} - "POST /v1/completions HTTP/1.1" 200 OK'
+            )
+        roll = rng.random()
+        if roll < 0.15:
+            out.append(pre() + rng.choice(OTHER).format(e=0, it=step, h=rng.uniform(0, 60)))
+        elif roll < 0.17:
+            out.append(
+                pre().replace("INFO", "ERROR") + "Error in chat completion stream generator."
+            )
+            out.append(pre().replace("INFO", "ERROR") + "Traceback (most recent call last):")
+        elif roll < 0.18:
+            out.append("")
+        elif roll < 0.19:
+            out.append("some free text without a word the reader acts on")
+    text = "\n".join(out) + "\n"
+    text += pre() + "Engine 000: Avg prompt throughput: 12.0 tokens/s, Avg generation throughput: 3"
+    data = text.encode()
+    if seed % 3 == 0:  # a line with bytes that are not UTF-8
+        at = data.find(b"HTTP/1.1", len(data) // 2)
+        data = data[:at] + b"\xff\xfe" + data[at:]
+    return data
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_generated_logs_read_the_same(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / f"gen-{seed}.log"
+    path.write_bytes(generated_log(seed))
+    for chunk in (700, 5000, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+    assert Bulk.rows > 0
+
+
+def test_a_benchmark_run_in_the_log_ends_the_chunk_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = generated_log(1).decode("utf-8", "replace").split("\n")
+    bench = (FORMATS / "vllm-bench-serve").glob("*.log")
+    block = next(p for p in sorted(bench) if "Serving Benchmark Result" in p.read_text())
+    at = len(log) // 2
+    lines = [*log[:at], *block.read_text().split("\n"), *log[at:]]
+    path = tmp_path / "bench.log"
+    path.write_text("\n".join(lines))
+    for chunk in (700, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+
+
+# ---------------------------------------------------------------------- the rules behind it
+
+
+# Each branch of every marker `Reader.feed` looks for, at its shortest.
+MARKERS = {
+    "_ENGINE_MARK": ["Avg prompt throughput:", "Avg generation throughput :"],
+    "_SPEC_MARK": ["SpecDecoding metrics:", "Speculative metrics:"],
+    "_MFU_MARK": ["MFU:"],
+    "_UNREAD": ["DiffusionDecoding metrics:", "Iteration(1):"],
+    "_PREFIX_V0": ["Prefix cache hit rate: GPU:"],
+    "_ENGINE_INIT": [
+        "Initializing a V1 LLM engine (v1) with config: ",
+        "Initializing an LLM engine (v1) with config: ",
+        "Dumping input data for LLM engine (v1) with config: ",
+    ],
+    "_NON_DEFAULT": ["non-default args: {"],
+    "_VERSION": ["vLLM server version 1", "vLLM API server version: v1", "\u2588 version 1"],
+    "_BENCH_START": [
+        "= Serving Benchmark Result =",
+        "Namespace(a, dispatch_function=",
+        "Starting initial single prompt test run",
+    ],
+    "_LEVEL_TS": ["ERROR 01-01 00:00:00", "CRITICAL 01-01 00:00:00"],
+    "_TS_LEVEL": ["[2026-01-01 00:00:00] ERROR ", "[2026-01-01 00:00:00] CRITICAL "],
+}
+
+
+@pytest.mark.parametrize("name", sorted(MARKERS))
+def test_every_line_the_reader_acts_on_holds_a_word(name: str) -> None:
+    # lines without one of `FEED_WORDS` are read in bulk as access or ignored lines: every
+    # marker `feed` acts on needs one of the words (the level check only acts on errors)
+    rx = getattr(V, name)
+    for text in MARKERS[name]:
+        assert rx.search(text), text
+        assert any(w in text for w in V.FEED_WORDS), text
+    assert V._STAGE_TIMES in V.FEED_WORDS
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "INFO 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: nan tokens/s, Avg generation throughput: 1.0 tokens/s",
+        "INFO 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: 1.0 tokens/s, Running: 5",
+        "ERROR 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: 1.0 tokens/s, Running: 5 reqs",
+        "INFO 11-14 09:00:00 [metrics.py:42] Speculative metrics: Draft acceptance rate: 0.203, Number of accepted tokens: 104",
+        "INFO 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: 1.0 tokens/s, Widgets: 3",
+        "INFO 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: 1.0 tokens/s — ü",
+    ],
+)
+def test_no_layout_for_lines_read_otherwise(line: str) -> None:
+    assert F._learn(line) is None
+
+
+def test_a_layout_reads_its_own_line() -> None:
+    line = (
+        "(APIServer pid=1) INFO 12-05 09:14:02 [loggers.py:236] Engine 001: Avg prompt throughput: "
+        "5120.0 tokens/s, Avg generation throughput: 1875.3 tokens/s, Running: 96 reqs, Waiting: 12 "
+        "reqs, GPU KV cache usage: 91.4%, Prefix cache hit rate: 12.0%"
+    )
+    layout = F._learn(line)
+    assert layout is not None
+    assert re.fullmatch(layout.pattern, line)
+    assert [o.metric for o in layout.outputs] == [
+        "prompt_throughput_tok_s",
+        "gen_throughput_tok_s",
+        "running_req",
+        "waiting_req",
+        "kv_cache_usage",
+        "prefix_cache_hit_rate",
+    ]
+    assert [o.pct for o in layout.outputs] == [False] * 4 + [True] * 2
+    assert layout.rank is not None
+    assert line[layout.rank[0] : layout.rank[1]] == "Engine 001"
+    assert layout.ts is not None
+    assert line[layout.ts[0] : layout.ts[1]] == "12-05 09:14:02"
+    assert layout.idle is not None
+    assert layout.kv

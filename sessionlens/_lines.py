@@ -74,6 +74,7 @@ CLEAN_STEPS: tuple[tuple[str, bool], ...] = (
     ("\x1b", True),
     (ANSI_BARE_RX, False),
 )
+_ESC_STEPS = frozenset({ANSI_ESC_RX, "\x1b"})  # the steps that change only text with an ESC
 # `**` is looked at in context (`_BOLD`), which a vectorised regex without look-around
 # cannot do: such lines are `clean`'s own too.
 CLEAN_HARD_RX = r"[`~>\r]|\*\*"
@@ -253,7 +254,7 @@ def polars_lines(
             return None
         # clean those lines as `clean` does, then look at them again
         rows = np.flatnonzero(noise)
-        fixed = clean_series(t.gather(rows), parked)
+        fixed = clean_series(t.gather(rows), parked, esc=b"\x1b" in chunk.data)
         t = t.scatter(rows, fixed)
         if wanted:
             again = fixed.to_frame("t").select(**wanted)
@@ -301,13 +302,15 @@ def _polars_split(data: bytes) -> tuple[pl.Series, bool] | None:
     return t, parked
 
 
-def clean_series(sub: pl.Series, parked: bool) -> pl.Series:
+def clean_series(sub: pl.Series, parked: bool, esc: bool = True) -> pl.Series:
     """`clean` of lines with terminal noise: in polars when the noise is only ANSI codes
     (`CLEAN_STEPS`, in the same order), else by `clean` itself (given back their `\r`s when
-    those were `parked` as `\x1e`)."""
+    those were `parked` as `\x1e`). `esc`: whether an ESC may stand in them (the steps that
+    remove ESC sequences are skipped otherwise: they change nothing there)."""
     fixed = sub
     for pattern, literal in CLEAN_STEPS:
-        fixed = fixed.str.replace_all(pattern, "", literal=literal)
+        if esc or pattern not in _ESC_STEPS:
+            fixed = fixed.str.replace_all(pattern, "", literal=literal)
     # `clean` itself (a `\r` is parked as `\x1e`)
     hard_rx = CLEAN_HARD_RX.replace(r"\r", r"\x1e")
     # ... also where the removals brought a `**` together (`*\x1b[0m*`)

@@ -143,6 +143,40 @@ class Point(NamedTuple):
     block: int | None
 
 
+class Ints:
+    """A column of ints or None (the runs or blocks of points), as a numpy array and a mask
+    of the None: 5 bytes a point, where a list holds an object (~36 bytes)."""
+
+    __slots__ = ("_none", "_values")
+
+    def __init__(self, values: npt.NDArray[np.int32], none: npt.NDArray[np.bool_]) -> None:
+        self._values = values
+        self._none = none
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    @overload
+    def __getitem__(self, i: int) -> int | None: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Ints: ...
+
+    def __getitem__(self, i: int | slice) -> int | Ints | None:
+        if isinstance(i, slice):
+            return Ints(self._values[i], self._none[i])
+        return None if self._none[i] else int(self._values[i])
+
+    def take(self, positions: npt.NDArray[np.int64]) -> Ints:
+        return Ints(self._values[positions], self._none[positions])
+
+    def tolist(self) -> list[int | None]:
+        return [
+            None if n else v
+            for v, n in zip(self._values.tolist(), self._none.tolist(), strict=True)
+        ]
+
+
 class PointList(Sequence[Point]):
     """The values of one config's metric, in file order, held as columns.
 
@@ -159,8 +193,8 @@ class PointList(Sequence[Point]):
         sources: npt.NDArray[np.integer[Any]],
         names: list[str],
         lines: npt.NDArray[np.integer[Any]],
-        runs: list[int | None] | None,
-        blocks: list[int | None] | None,
+        runs: Ints | None,
+        blocks: Ints | None,
     ) -> None:
         self._values = values
         self._sources = sources  # index into names
@@ -206,21 +240,20 @@ class PointList(Sequence[Point]):
 
     def take(self, positions: npt.NDArray[np.int64]) -> PointList:
         """The points at these positions, in that order."""
-        pos = positions.tolist()
         return PointList(
             self._values[positions],
             self._sources[positions],
             self._names,
             self._lines[positions],
-            None if self._runs is None else [self._runs[i] for i in pos],
-            None if self._blocks is None else [self._blocks[i] for i in pos],
+            None if self._runs is None else self._runs.take(positions),
+            None if self._blocks is None else self._blocks.take(positions),
         )
 
     def __iter__(self) -> Iterator[Point]:
         names = self._names
         n = len(self._values)
-        runs = self._runs if self._runs is not None else [None] * n
-        blocks = self._blocks if self._blocks is not None else [None] * n
+        runs = self._runs.tolist() if self._runs is not None else [None] * n
+        blocks = self._blocks.tolist() if self._blocks is not None else [None] * n
         sources = [names[c] for c in self._sources.tolist()]
         return map(Point, self._values.tolist(), sources, self._lines.tolist(), runs, blocks)
 
@@ -300,9 +333,10 @@ def values_by_config(session: Session, keep: Collection[str] = ()) -> Values:
         .collect()
     )
     frames: Iterable[pl.DataFrame]
-    if not (ranks.height and int(ranks["rank"].max()) > 1):  # type: ignore[arg-type]
-        if len(columns) > HOLD_ALL_ROWS:
-            return _ByKey(columns, frozenset(keep))
+    multi = bool(ranks.height and int(ranks["rank"].max()) > 1)  # type: ignore[arg-type]
+    if len(columns) > HOLD_ALL_ROWS:
+        return _ByKey(columns, frozenset(keep), combine=multi)
+    if not multi:
         frames = columns.frames(categorical=True)  # part by part: memory stays small
     else:
         df = columns.lazy(categorical=True).with_row_index("_order").collect()
@@ -323,16 +357,18 @@ _POINT = ("source", "value", "line", "run", "block")
 
 class _ByKey(Mapping[tuple[str, str], PointList]):
     """The values of each (config, metric) of a packed table, read from it when asked (one
-    polars filter per part, run at once). The values of metrics in `keep` are kept once
-    read; of the others, the last key asked for (asked twice in a row, it is read once).
+    polars filter per part, run at once), DP groups combined (`combine`: a key's rows at
+    once, as `_combine` combines the whole table). The values of metrics in `keep` are kept
+    once read; of the others, the last key asked for (asked twice in a row, it is read once).
     Two threads may ask (`analysis._summaries`), but one key is read at a time: a read
     uses every polars thread already, and two at once held twice its buffers (+128 MB at
     the 15 million samples of a 1 GB TP1 log with 8 polars threads, +50 MB with 2)."""
 
-    def __init__(self, columns: SampleColumns, keep: frozenset[str]) -> None:
+    def __init__(self, columns: SampleColumns, keep: frozenset[str], combine: bool = False) -> None:
         import polars as pl
 
         self._keep = keep
+        self._combine = combine
         self._parts = columns.lazy_parts(categorical=True)
         keys: dict[tuple[str, str], None] = {}
         found = pl.collect_all(
@@ -366,8 +402,17 @@ class _ByKey(Mapping[tuple[str, str], PointList]):
             config, metric = key
             rows = (pl.col("config") == config) & (pl.col("metric") == metric)
             gathered = _Gathered()  # part by part: the key's rows are not copied into one frame
+            wanted = [*_POINT, "config", "metric", "ts", "rank"] if self._combine else _POINT
             with self._reading:
-                for part in pl.collect_all([lf.filter(rows).select(_POINT) for lf in self._parts]):
+                parts = pl.collect_all([lf.filter(rows).select(wanted) for lf in self._parts])
+                if self._combine:
+                    frame = pl.concat([p for p in parts if p.height] or parts[:1])
+                    got_key = _combine_key(frame, metric)
+                    if got_key is None:  # values `_combine_key` does not sum as polars does
+                        keyed = pl.col("ts").is_not_null() & pl.col("rank").is_not_null()
+                        got_key = _combine(frame.with_row_index("_order"), keyed)
+                    parts = [got_key]
+                for part in parts:
                     if part.height:
                         gathered.add(part)
             got = gathered.points()
@@ -403,8 +448,9 @@ class _Gathered:
         self.sources: list[npt.NDArray[np.int32]] = []
         self.names: list[str] = []
         self.index: dict[str, int] = {}
-        self.runs: list[int | None] = []
-        self.blocks: list[int | None] = []
+        # per part: the runs and blocks (numpy, with a mask of the None), or None: all None
+        self.runs: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.bool_]] | int] = []
+        self.blocks: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.bool_]] | int] = []
         self.any_run = self.any_block = False
         self.n = 0
 
@@ -435,12 +481,11 @@ class _Gathered:
         for attr, flag, col in (("runs", "any_run", "run"), ("blocks", "any_block", "block")):
             column = part[col]
             if column.null_count() < len(column):
-                if not getattr(self, flag):  # the earlier parts' rows were all None
-                    setattr(self, flag, True)
-                    getattr(self, attr).extend([None] * self.n)
-                getattr(self, attr).extend(column.to_list())
-            elif getattr(self, flag):
-                getattr(self, attr).extend([None] * len(column))
+                setattr(self, flag, True)
+                ints = column.fill_null(0).cast(pl.Int32).to_numpy()
+                getattr(self, attr).append((ints, column.is_null().to_numpy()))
+            else:  # all None: only the count
+                getattr(self, attr).append(len(column))
         self.n += part.height
 
     def points(self) -> PointList:
@@ -448,6 +493,11 @@ class _Gathered:
 
         def joined(arrays: list[Any]) -> Any:
             return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+        def ints(parts: list[tuple[npt.NDArray[np.int32], npt.NDArray[np.bool_]] | int]) -> Ints:
+            values = [p[0] if isinstance(p, tuple) else np.zeros(p, np.int32) for p in parts]
+            none = [p[1] if isinstance(p, tuple) else np.ones(p, np.bool_) for p in parts]
+            return Ints(joined(values), joined(none))
 
         lines = joined(self.lines)
         if len(lines) and lines.min() >= 0 and lines.max() < 1 << 32:
@@ -457,8 +507,8 @@ class _Gathered:
             joined(self.sources),
             self.names,
             lines,
-            self.runs if self.any_run else None,
-            self.blocks if self.any_block else None,
+            ints(self.runs) if self.any_run else None,
+            ints(self.blocks) if self.any_block else None,
         )
 
 
@@ -489,6 +539,71 @@ def _combine(df: pl.DataFrame, keyed_rows: pl.Expr) -> pl.DataFrame:
     )
     cols = ["_order", "config", "source", "metric", "line", "block", "run", "value"]
     return pl.concat([plain.select(cols), combined.select(cols)]).sort("_order")
+
+
+_KAHAN_MAX = 64  # polars sums a group of up to this many values by Kahan's rule, in order
+
+
+def _combine_key(frame: pl.DataFrame, metric: str) -> pl.DataFrame | None:
+    """`_combine` of one (config, metric)'s rows, with numpy: the same groups (the k-th line
+    of each rank at a timestamp of a source), the same first line, block and run, and each
+    group's sum (or mean: the sum / n) by Kahan's compensated summation in line order,
+    which is polars' `sum` of a group (checked bit for bit by a test against `_combine`).
+    None when that is not certain: a value not finite or near the float limit, or a group of
+    more than `_KAHAN_MAX` values (then `_combine` combines the key)."""
+    import numpy as np
+    import polars as pl
+
+    value = frame["value"].to_numpy()
+    if not bool(np.isfinite(value).all()) or (len(value) and float(np.abs(value).max()) > 1e300):
+        return None
+    keyed = (frame["ts"].is_not_null() & frame["rank"].is_not_null()).to_numpy()
+    rows = np.flatnonzero(keyed)
+    if len(rows) == 0:
+        return frame
+    sub = frame.select(pl.col("source", "ts", "rank").to_physical()).filter(pl.Series(keyed))
+    src, ts, rank = (sub[c].to_numpy().astype(np.int64) for c in ("source", "ts", "rank"))
+    m = len(rows)
+    # k: each row's place among the rows of its (source, timestamp, rank), in line order
+    o = np.lexsort((rows, rank, ts, src))
+    new = np.ones(m, np.bool_)
+    new[1:] = (
+        (src[o][1:] != src[o][:-1]) | (ts[o][1:] != ts[o][:-1]) | (rank[o][1:] != rank[o][:-1])
+    )
+    starts = np.flatnonzero(new)
+    k = np.empty(m, np.int64)
+    k[o] = np.arange(m) - starts[np.cumsum(new) - 1]
+    # groups: (source, timestamp, k), their rows in line order
+    o = np.lexsort((rows, k, ts, src))
+    new[:] = True
+    new[1:] = (src[o][1:] != src[o][:-1]) | (ts[o][1:] != ts[o][:-1]) | (k[o][1:] != k[o][:-1])
+    first = np.flatnonzero(new)
+    size = np.diff(np.append(first, m))
+    if int(size.max()) > _KAHAN_MAX:
+        return None
+    members = rows[o]
+    total = np.zeros(len(first), np.float64)
+    comp = np.zeros(len(first), np.float64)
+    for j in range(int(size.max())):
+        g = np.flatnonzero(size > j)
+        y = value[members[first[g] + j]] - comp[g]
+        t = total[g] + y
+        comp[g] = (t - total[g]) - y
+        total[g] = t
+    if metrics.get(metric).combine != "sum":
+        total = total / size
+    lead = members[first]  # each group's first row: its place, source, block and run
+    line = frame["line"].to_numpy()
+    lines = np.minimum.reduceat(line[members], first)
+    plain = np.flatnonzero(~keyed)
+    at = np.concatenate([plain, lead])
+    order = np.argsort(at, kind="stable")
+    pick = at[order]
+    out = frame.select("source", "run", "block")[pick]
+    return out.with_columns(
+        value=pl.Series(np.concatenate([value[plain], total])[order], dtype=pl.Float64),
+        line=pl.Series(np.concatenate([line[plain], lines])[order]),
+    )
 
 
 # A load point's keys (DESIGN §5), and the counts and seeds of a benchmark run: never a

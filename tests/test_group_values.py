@@ -1,0 +1,137 @@
+"""A big session's values read key by key (`group._ByKey`) are those read at once, DP groups
+combined too: the same points in the same order, the same values bit for bit (issue 22: the
+combination of a day-long log's DP groups and phase ranks no longer holds the whole table at
+once)."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from sessionlens import group, model
+from sessionlens.model import Sample, SampleBatch, SampleColumns, batch_columns, batch_schema
+
+
+class _Session:
+    """What `values_by_config` reads of a session: its table."""
+
+    def __init__(self, columns: SampleColumns) -> None:
+        self.columns = columns
+
+
+def _batch(samples: list[Sample]) -> SampleBatch:
+    return SampleBatch(pl.DataFrame(batch_columns(samples), schema=batch_schema()))
+
+
+def _log(rng: random.Random, ranks: list[str | None], n: int) -> list[Sample]:
+    """Interval lines of several DP groups (each its own rank), some at the same timestamp,
+    a rank twice in a second, phase blocks, lines without a rank or a time."""
+    out: list[Sample] = []
+    line = 0
+    for step in range(n):
+        ts = f"2026-01-01 10:{step // 120 % 60:02d}:{step // 2 % 60:02d}"
+        for rank in ranks:
+            line += 1
+            for metric in ("gen_throughput_tok_s", "running_req", "accept_len"):
+                value = rng.choice([rng.uniform(0, 3000), 0.1, 0.2, 0.3, 1e16, 1.0])
+                block = step if metric == "accept_len" and rng.random() < 0.5 else None
+                out.append(Sample(metric, value, line, block, None, rank, ts))
+        if rng.random() < 0.1:
+            line += 1
+            out.append(Sample("cycle_ms", rng.random(), line, step, None, None, ts))
+            out.append(Sample("cycle_ms", rng.random(), line, None, 3, "TP0", None))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_dp_groups_combined_key_by_key_are_those_combined_at_once(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(seed)
+    monkeypatch.setattr(model, "_JOIN_ROWS", rng.choice([50, 1000, 1 << 18]))
+    cols = SampleColumns()
+    for source, ranks in (("a.log", ["DP0 TP0", "DP1 TP1", "DP2 TP2"]), ("b.log", ["TP0"])):
+        rows = _log(rng, list(ranks), 150)
+        cut = rng.randrange(1, len(rows))
+        cols.add_batch("c1", source, _batch(rows[:cut]))
+        for s in rows[cut : cut + 40]:
+            cols.add("c1", source, s)
+        cols.add_batch("c1", source, _batch(rows[cut + 40 :]))
+    session: Any = _Session(cols)
+    at_once = group.values_by_config(session)
+    assert isinstance(at_once, dict)
+    monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+
+    def not_here(*args: Any) -> Any:
+        raise AssertionError("_combine_key combines these values itself")
+
+    monkeypatch.setattr(group, "_combine", not_here)
+    by_key = group.values_by_config(session)
+    assert isinstance(by_key, group._ByKey)
+    assert list(by_key) == list(at_once)
+    for key, pts in at_once.items():
+        got = by_key[key]
+        assert [(p.value, p.source, p.line, p.run, p.block) for p in got] == [
+            (p.value, p.source, p.line, p.run, p.block) for p in pts
+        ], key
+    # the combination did something: three DP groups at one timestamp are one point
+    assert len(at_once[("c1", "running_req")]) < sum(1 for s in cols.metric if s == "running_req")
+
+
+def test_points_keep_runs_and_blocks_as_columns() -> None:
+    pts = group.PointList.empty()
+    assert list(pts) == []
+    ints = group.Ints(*_ints([3, None, 5]))
+    assert ints.tolist() == [3, None, 5]
+    assert ints[1] is None
+    assert ints[2] == 5
+    assert ints[1:].tolist() == [None, 5]
+
+
+def _ints(values: list[int | None]) -> tuple[Any, Any]:
+    import numpy as np
+
+    return (
+        np.array([v or 0 for v in values], np.int32),
+        np.array([v is None for v in values], np.bool_),
+    )
+
+
+def test_the_example_session_reads_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sessionlens.session import load_session
+
+    session = load_session(
+        Path(__file__).resolve().parent.parent / "fixtures" / "sessions" / "eagle3-attention-mode"
+    )
+    at_once = group.values_by_config(session)
+    monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+    by_key = group.values_by_config(session)
+    for key, pts in at_once.items():
+        assert list(by_key[key]) == list(pts)
+
+
+def test_values_combined_by_polars_where_numpy_might_not_agree(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # infinities, values near the float limit and big groups are left to `_combine`
+    cols = SampleColumns()
+    rows = [
+        Sample("running_req", v, i + 1, None, None, f"DP{i % 3}", f"10:00:{i // 3:02d}")
+        for i, v in enumerate([1.0, float("inf"), 2.0, 1e308, 1e308, 3.0, *range(200)])
+    ]
+    rows += [Sample("running_req", 1.5, 999, None, None, f"DP{r}", "11:00:00") for r in range(70)]
+    cols.add_batch("c1", "a.log", _batch(rows))
+    session: Any = _Session(cols)
+    at_once = group.values_by_config(session)
+    monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+    by_key = group.values_by_config(session)
+    got = by_key[("c1", "running_req")]
+    assert [(p.value, p.line) for p in got] == [
+        (p.value, p.line) for p in at_once[("c1", "running_req")]
+    ]
+    frame = cols.lazy(categorical=True).collect()
+    assert group._combine_key(frame, "running_req") is None

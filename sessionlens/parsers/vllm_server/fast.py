@@ -732,12 +732,25 @@ class ChunkRun:
     # ------------------------------------------------------------------ the hand-over
 
     def _hand_over(self, upto: int) -> Iterator[Record]:
-        """The samples of the chunk's rows before `upto`, in line order (to the sink)."""
+        """The samples of the chunk's rows before `upto`, in line order (to the sink): each
+        row's samples placed at once (no sort), strings as categoricals made per row."""
         import numpy as np
         import polars as pl
 
         f = self.f
-        parts: list[pl.DataFrame] = []
+        metrics: dict[str, int] = {}
+        # per part (a layout's rows kept, or the fed rows): rows, their samples' values and
+        # metric codes (one row's samples after another), their ranks and timestamps
+        parts: list[
+            tuple[
+                npt.NDArray[np.int64],
+                int,
+                npt.NDArray[np.float64],
+                npt.NDArray[np.int64],
+                pl.Series,
+                pl.Series,
+            ]
+        ] = []
         for li, rows in self.rows.items():
             lay = f.layouts[li]
             values = self.values[li]
@@ -760,49 +773,63 @@ class ChunkRun:
             for j, o in enumerate(lay.outputs):
                 if o.pct:
                     vals[:, j] = np.rint(vals[:, j] * 10.0**o.dec) / 10.0 ** (o.dec + 2)
-            owner = np.repeat(sel, k)
-            none = pl.Series([None], dtype=pl.String).gather(np.zeros(len(owner), np.int64))
+            codes = np.array([metrics.setdefault(o.metric, len(metrics)) for o in lay.outputs])
+            none = pl.Series([None] * len(sel), dtype=pl.String)
             parts.append(
-                pl.DataFrame(
-                    {
-                        "emit": rows[owner],
-                        "place": np.tile(np.arange(k), len(sel)),
-                        "rank": none if rank is None else rank.gather(owner),
-                        "ts": none if li not in self.ts else self.ts[li].gather(owner),
-                        "metric": pl.Series([o.metric for o in lay.outputs]).gather(
-                            np.tile(np.arange(k), len(sel))
-                        ),
-                        "value": vals.ravel(),
-                    }
+                (
+                    rows[sel],
+                    k,
+                    vals.ravel(),
+                    np.tile(codes, len(sel)),
+                    none if rank is None else rank.gather(sel),
+                    none if li not in self.ts else self.ts[li].gather(sel),
                 )
             )
         fed = [(row, s) for row, s in self.fed_samples if row < upto]
         if fed:
             cols = batch_columns([s for _, s in fed])
             parts.append(
-                pl.DataFrame(
-                    {
-                        "emit": [row for row, _ in fed],
-                        "place": list(range(len(fed))),
-                        "rank": pl.Series(cols["rank"], dtype=pl.String),
-                        "ts": pl.Series(cols["ts"], dtype=pl.String),
-                        "metric": pl.Series(cols["metric"], dtype=pl.String),
-                        "value": pl.Series(cols["value"], dtype=pl.Float64),
-                    }
+                (
+                    np.array([row for row, _ in fed], np.int64),
+                    1,  # one row per sample: a fed row's samples stay in their order
+                    np.array(cols["value"], np.float64),
+                    np.array([metrics.setdefault(m, len(metrics)) for m in cols["metric"]]),
+                    pl.Series(cols["rank"], dtype=pl.String),
+                    pl.Series(cols["ts"], dtype=pl.String),
                 )
             )
         if not parts:
             return
-        frame = (
-            pl.concat(parts)
-            .sort("emit", "place")
-            .select(
-                (pl.col("emit") + self.first).alias("line"),
-                pl.lit(None, pl.Int64).alias("block"),
-                pl.lit(None, pl.Int64).alias("run"),
-                pl.col("rank", "ts", "metric").cast(pl.Categorical),
-                "value",
-            )
+        rows = np.concatenate([p[0] for p in parts])
+        counts = np.concatenate([np.full(len(p[0]), p[1], np.int64) for p in parts])
+        order = np.argsort(rows, kind="stable")  # a fed row's samples keep their order
+        starts = np.empty(len(rows), np.int64)
+        starts[order] = np.cumsum(counts[order]) - counts[order]
+        total = int(counts.sum())
+        value = np.empty(total, np.float64)
+        metric = np.empty(total, np.int64)
+        owner = np.empty(total, np.int64)  # the row (an index into `rows`) of each sample
+        at = 0
+        for p in parts:
+            n, k = len(p[0]), p[1]
+            pos = (starts[at : at + n][:, None] + np.arange(k)).ravel()
+            value[pos] = p[2]
+            metric[pos] = p[3]
+            owner[pos] = np.repeat(np.arange(at, at + n), k)
+            at += n
+        cat = pl.Categorical
+        rank = pl.concat([p[4] for p in parts]).cast(cat).gather(owner)
+        ts = pl.concat([p[5] for p in parts]).cast(cat).gather(owner)
+        frame = pl.DataFrame(
+            {
+                "line": rows[owner] + self.first,
+                "block": pl.Series([None], dtype=pl.Int64).gather(np.zeros(total, np.int64)),
+                "run": pl.Series([None], dtype=pl.Int64).gather(np.zeros(total, np.int64)),
+                "rank": rank,
+                "ts": ts,
+                "metric": pl.Series(list(metrics), dtype=pl.String).cast(cat).gather(metric),
+                "value": value,
+            }
         )
         batch = SampleBatch(frame.select(BATCH_COLUMNS))
         if f.ctx.sink is not None:

@@ -123,7 +123,8 @@ class Session:
             if self.source_config.get(src.path) != name:
                 continue
             own = [(None, src.settings)]
-            parts = own + [(loads.get((src.path, b.block)), b.settings) for b in src.blocks]
+            blocks = src.blocks.with_settings()  # a block without settings adds nothing
+            parts = own + [(loads.get((src.path, b.block)), b.settings) for b in blocks]
             for point, settings in parts:
                 for key, value in settings.items():
                     leaf = key.rsplit(".", 1)[-1]
@@ -150,7 +151,7 @@ class Session:
         for src in self.sources:
             if self.source_config.get(src.path) != name:
                 continue
-            for settings in (src.settings, *src.blocks.settings()):
+            for settings in (src.settings, *(b.settings for b in src.blocks.with_settings())):
                 yield from settings.items()
 
     def _logged(self, name: str) -> dict[str, Any]:
@@ -406,7 +407,7 @@ def load_session(
             (s.path, b.block, b.settings)
             for s in sources
             if assign.get(s.path) is not None
-            for b in s.blocks
+            for b in s.blocks.with_settings()  # a block without settings has no load
         )
     )
 

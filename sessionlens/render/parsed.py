@@ -85,8 +85,8 @@ def to_table(result: ParseResult) -> str:
             facts.append("with " + ", ".join(src.embedded_formats))
         out.append(f"{src.path}  ({', '.join(facts)})")
         settings = dict(src.settings)
-        for block_settings in src.blocks.settings():
-            for k, v in block_settings.items():
+        for block in src.blocks.with_settings():
+            for k, v in block.settings.items():
                 settings.setdefault(k, v)
         shown = [k for k in KEY_SETTINGS if k in settings]
         if not shown:

@@ -252,9 +252,11 @@ def shapes(names: list[str], args: argparse.Namespace, env: dict[str, str]) -> N
             "parse": ["parse", str(log), "--format", "parquet", "--out", str(parquet)],
             "report": ["report", str(session), "--out", str(work / "report.md"), "--quiet"],
         }
-        for _ in range(max(args.repeat, 1)):
+        for k in range(max(args.repeat, 1)):
             for cmd in commands:
-                for tree, tree_env in trees:
+                for i, (tree, tree_env) in enumerate(trees):
+                    if i and k >= args.against_repeat > 0:
+                        continue  # the other tree's slow runs: fewer of them
                     t = run_once(sessionlens(*argv[cmd]), tree_env)
                     runs.setdefault((cmd, tree), []).append(t)
         row = f"| {name} | {log.stat().st_size / (1 << 20):.0f} | {grep.seconds * 1000:.0f} |"
@@ -353,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--shape-size", default="256M", help="bytes of each shape's log")
     ap.add_argument("--shape-report", action="store_true", help="time `report` on each shape too")
     ap.add_argument("--against", default="", help="another working tree to time alongside")
+    ap.add_argument(
+        "--against-repeat", type=int, default=0, help="runs of the other tree (0: --repeat)"
+    )
     args = ap.parse_args(argv)
     Path(args.workdir).mkdir(parents=True, exist_ok=True)
     env = sessionlens_env()

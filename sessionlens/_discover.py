@@ -6,6 +6,7 @@ folders become diagnostics). It must not open files for reading or know any form
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fnmatch
 import os
@@ -47,10 +48,26 @@ def _within(real: str, root_real: str) -> bool:
     return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
 
 
+def _pasted(rel: str, name: str, exclude: Sequence[str]) -> bool:
+    """A Markdown file skipped as a non-input that may hold pasted benchmark output: not a
+    README or a report by its name, not left out by `exclude`."""
+    lower = name.lower()
+    if name.startswith(".") or not lower.endswith(".md"):
+        return False
+    if lower.startswith(("readme", "report", "changelog", "license")):
+        return False
+    return not any(fnmatch.fnmatchcase(rel, pattern) for pattern in exclude)
+
+
 def walk(
-    root: Path, exclude: Sequence[str] = (), display_root: str | None = None
+    root: Path,
+    exclude: Sequence[str] = (),
+    display_root: str | None = None,
+    markdown: list[Path] | None = None,
 ) -> tuple[list[Path], list[dg.Diagnostic]]:
-    """Input files under `root`, sorted by their posix path relative to it.
+    """Input files under `root`, sorted by their posix path relative to it. Into `markdown`,
+    when given, the skipped Markdown files that may hold pasted output (`_pasted`): the
+    caller says a word about each (DESIGN §2: Markdown is never an input).
 
     A symbolic link that resolves inside `root` is walked or read as its target; one that
     leaves it is an `outside-session` diagnostic and is never opened (DESIGN §8). The walk is
@@ -90,6 +107,10 @@ def walk(
             continue
         rel = prefix + entry.name
         if _skipped(rel, entry.name, exclude):
+            if markdown is not None and _pasted(rel, entry.name, exclude):
+                with contextlib.suppress(OSError):  # a regular file, never a link or a FIFO
+                    if entry.is_file(follow_symlinks=False):
+                        markdown.append(Path(entry.path))
             continue
         try:
             is_link = entry.is_symlink()

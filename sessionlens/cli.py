@@ -13,15 +13,15 @@ import signal
 import sys
 import traceback
 from collections.abc import Iterator, Sequence
-from enum import StrEnum
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+import typer.core
 
 from . import __version__
-from .errors import SessionlensError, UsageError
+from .errors import SessionlensError, UsageError, did_you_mean
 
 if TYPE_CHECKING:
     from .diagnostics import Diagnostic
@@ -32,18 +32,36 @@ ISSUES_URL = "https://github.com/sessionlens/sessionlens/issues"
 app = typer.Typer(
     name="sessionlens",
     help="Turn LLM-inference benchmark sessions (SGLang, vLLM logs) into decision reports.",
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion (DESIGN §1)
     pretty_exceptions_enable=False,
     no_args_is_help=True,
     rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 
-class ParseFormat(StrEnum):
-    table = "table"
-    json = "json"
-    csv = "csv"
-    parquet = "parquet"
+PARSE_FORMATS = ("table", "json", "csv", "parquet")
+REPORT_FORMATS = ("md", "html", "json")
+HISTORY_FORMATS = ("md", "html", "json", "parquet")
+MATH_FORMATS = ("text", "json")
+
+
+def _choices(values: Sequence[str]) -> Any:
+    """Shell completion of a fixed set of values."""
+
+    def complete(incomplete: str) -> list[str]:
+        return [v for v in values if v.startswith(incomplete)]
+
+    return complete
+
+
+def _format_ids(incomplete: str) -> list[str]:
+    from .parsers import PARSERS
+
+    return [f for f in sorted(PARSERS) if f.startswith(incomplete)]
+
+
+QUIET_HELP = "No progress bar, summary or warnings; errors still print."
 
 
 SUFFIX_FORMATS = {
@@ -55,6 +73,26 @@ SUFFIX_FORMATS = {
     ".parquet": "parquet",
     ".txt": "table",
 }
+
+
+class _PlainCommand(typer.core.TyperCommand):
+    """A command whose help shows plain metavars (DESIGN §1): `LOGDIR`, `FILE...`, never
+    `{logdir}` or `LOGDIR <path>` (typer's own rendering of arguments)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for param in self.params:
+            if param.param_type_name == "argument":  # the metavar says it all
+                param.display_type_rich = lambda ctx: None  # type: ignore[attr-defined]
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = ["[OPTIONS]"] if any(p.param_type_name == "option" for p in self.params) else []
+        for param in self.params:
+            if param.param_type_name == "argument":
+                name = param.metavar or (param.name or "ARG").upper()
+                optional = not param.required and not name.startswith("[")
+                pieces.append(f"[{name}]" if optional else name)
+        return pieces
 
 
 def _click_classes(name: str) -> tuple[type[BaseException], ...]:
@@ -93,7 +131,9 @@ def resolve_format(
         raise UsageError(f"--format {given} conflicts with the suffix of --out {out}")
     fmt = given or from_suffix or default
     if fmt not in allowed:
-        raise UsageError(f"unknown format {fmt!r} (choose from {', '.join(allowed)})")
+        raise UsageError(
+            f"--format {fmt!r} is not one of {', '.join(allowed)}{did_you_mean(fmt, allowed)}"
+        )
     return fmt
 
 
@@ -132,19 +172,44 @@ def _root(
     """sessionlens: benchmark sessions in, decisions out."""
 
 
-@app.command("parse")
+# `\b`: click keeps the lines as they are (no wrapping inside a format id)
+FORMAT_IDS_EPILOG = """\b
+Format ids (--input-format):
+  aiperf, bench-stdout, guidellm, phase-timing, prometheus,
+  sglang-bench-offline, sglang-bench-one-batch, sglang-bench-serving,
+  sglang-server, trtllm-bench, vllm-bench-result, vllm-bench-serve,
+  vllm-server"""
+
+
+@app.command("parse", cls=_PlainCommand, epilog=FORMAT_IDS_EPILOG)
 def parse_cmd(
-    files: Annotated[list[Path], typer.Argument(help="Log files or folders to parse.")],
+    files: Annotated[
+        list[Path], typer.Argument(metavar="FILE...", help="Log files or folders to parse.")
+    ],
     fmt: Annotated[
-        ParseFormat | None,
-        typer.Option("--format", "-f", help="table (default), json, csv or parquet."),
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="FORMAT",
+            help="table (default), json, csv or parquet (parquet needs --out).",
+            autocompletion=_choices(PARSE_FORMATS),
+        ),
     ] = None,
     out_arg: Annotated[
-        str | None, typer.Option("--out", "-o", metavar="FILE", help="Write here (atomically).")
+        str | None,
+        typer.Option("--out", "-o", metavar="FILE", help="Write here (atomically); - is stdout."),
     ] = None,
     pin: Annotated[
-        str | None, typer.Option("--input-format", help="Parse every file as this format id.")
+        str | None,
+        typer.Option(
+            "--input-format",
+            metavar="ID",
+            help="Parse every file as this format id (the ids are listed below).",
+            autocompletion=_format_ids,
+        ),
     ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> int:
     """Parse log files into the tidy sample table and print a summary, JSON, CSV or Parquet."""
     out = out_path(out_arg)
@@ -155,9 +220,15 @@ def parse_cmd(
     from .parsers import parse_path
     from .render import parsed
 
-    kind = resolve_format(
-        fmt.value if fmt else None, out, ("table", "json", "csv", "parquet"), "table"
-    )
+    kind = resolve_format(fmt, out, PARSE_FORMATS, "table")
+    if pin is not None:
+        from .parsers import PARSERS
+
+        if pin not in PARSERS:
+            raise UsageError(
+                f"--input-format {pin!r} is no format id (known: {', '.join(sorted(PARSERS))})"
+                + did_you_mean(pin, PARSERS)
+            )
     _memory.can_start(_discover.display(str(files[0])) if len(files) == 1 else "the files")
     if kind == "parquet" and out is None:
         raise UsageError("--format parquet needs --out FILE")
@@ -182,7 +253,8 @@ def parse_cmd(
     columns = SampleColumns()
     sources = []
     total = sum(p.stat().st_size for p, _ in paths if p.is_file())
-    with progress_bar(total) as advance:  # stderr, a terminal, work of over a second only
+    # stderr, a terminal, work of over a second only
+    with progress_bar(total, enabled=not quiet) as advance:
         for path, shown in paths:
             config = _discover.display(path.resolve().parent.name)
             info, file_diags = parse_path(
@@ -199,7 +271,8 @@ def parse_cmd(
     columns.set_launches(_launch.of_sources(sources, columns))
     result = ParseResult(sources, diags, columns)
     for d in result.diagnostics:
-        _err(str(d))
+        if d.level == "error" or not quiet or len(columns) == 0:
+            _err(str(d))
     if len(columns) == 0:
         n = len(paths)
         raise InputError(f"no sample could be read from {n} file{'s' if n != 1 else ''}")
@@ -246,17 +319,6 @@ def _csv(result: ParseResult) -> Iterator[str]:
         yield result.samples.write_csv()
 
 
-class ReportFormat(StrEnum):
-    md = "md"
-    html = "html"
-    json = "json"
-
-
-class MathFormat(StrEnum):
-    text = "text"
-    json = "json"
-
-
 def session_ref(logdir: Path, out: Path | None) -> str:
     """LOGDIR relative to the report's folder (DESIGN §7 header), as a posix path."""
     from ._discover import display
@@ -284,23 +346,42 @@ def _import_meanwhile(*modules: str) -> None:
     threading.Thread(target=run, name="sessionlens-import").start()
 
 
-@app.command("report")
+@app.command("report", cls=_PlainCommand)
 def report_cmd(
-    logdir: Annotated[Path, typer.Argument(help="The session folder.")],
+    logdir: Annotated[Path, typer.Argument(metavar="LOGDIR", help="The session folder.")],
     out_arg: Annotated[
-        str | None, typer.Option("--out", "-o", metavar="FILE", help="Write the report here.")
+        str | None,
+        typer.Option(
+            "--out", "-o", metavar="FILE", help="Write the report here (atomically); - is stdout."
+        ),
     ] = None,
     fmt: Annotated[
-        ReportFormat | None, typer.Option("--format", "-f", help="md (default), html or json.")
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="FORMAT",
+            help="md (default), html or json; else from the --out suffix.",
+            autocompletion=_choices(REPORT_FORMATS),
+        ),
     ] = None,
     baseline: Annotated[
-        str | None, typer.Option("--baseline", help="Config every other config is compared with.")
+        str | None,
+        typer.Option(
+            "--baseline", metavar="CONFIG", help="Config every other config is compared with."
+        ),
     ] = None,
     hypothesis: Annotated[
         list[str] | None,
-        typer.Option("--hypothesis", help='Add a claim: "B > A on METRIC by 20%". Repeatable.'),
+        typer.Option(
+            "--hypothesis",
+            metavar="CLAIM",
+            help='A claim: "B > A on METRIC by 20%" (< for a decrease; METRIC defaults to '
+            "throughput_tok_s, the threshold to 2%; the % is required; "
+            '"at KEY=VALUE" names a load point). Repeatable.',
+        ),
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No verdict summary.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> int:
     """Analyse a session folder and write the decision report."""
     out = out_path(out_arg)
@@ -311,7 +392,7 @@ def report_cmd(
     from .render import render_report
     from .session import load_session
 
-    kind = resolve_format(fmt.value if fmt else None, out, ("md", "html", "json"), "md")
+    kind = resolve_format(fmt, out, REPORT_FORMATS, "md")
     can_start(display(str(logdir)))
     _import_meanwhile("scipy.special", "jinja2")
     session = load_session(
@@ -322,6 +403,9 @@ def report_cmd(
         # the non-input the session reads (DESIGN §1, §2): its manifest
         manifest = session.root / MANIFEST
         _output.refuse_inputs(out, [manifest], "the session's sessionlens.toml")
+    if not quiet:
+        for d in session.notices:  # files that are no inputs, named (not in the report)
+            _err(str(d))
     analysis = analyze(session)
     text = render_report(analysis, kind, session_ref(logdir, out))
     if out is not None:
@@ -329,7 +413,7 @@ def report_cmd(
     else:
         _output.write_stdout(text)
     for d in analysis.diagnostics:
-        if d.level != "info" or not quiet:
+        if d.level == "error" or not quiet:
             _err(str(d))
     if not quiet:
         for h in analysis.hypotheses:
@@ -339,27 +423,36 @@ def report_cmd(
     return 0
 
 
-class HistoryFormat(StrEnum):
-    md = "md"
-    html = "html"
-    json = "json"
-    parquet = "parquet"
-
-
-@app.command("history")
+@app.command("history", cls=_PlainCommand)
 def history_cmd(
-    results: Annotated[Path, typer.Argument(help="The results folder (sessions over time).")],
-    out: Annotated[
-        Path | None, typer.Option("--out", "-o", help="Write here (a folder for parquet).")
+    results: Annotated[
+        Path,
+        typer.Argument(metavar="RESULTS", help="The results folder (sessions over time)."),
+    ],
+    out_arg: Annotated[
+        str | None,
+        typer.Option(
+            "--out",
+            "-o",
+            metavar="FILE",
+            help="Write here (atomically; a folder DIR/ for parquet); - is stdout.",
+        ),
     ] = None,
     fmt: Annotated[
-        HistoryFormat | None,
-        typer.Option("--format", "-f", help="md (default), html, json or parquet."),
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="FORMAT",
+            help="md (default), html, json or parquet (a dataset folder, needs --out DIR/).",
+            autocompletion=_choices(HISTORY_FORMATS),
+        ),
     ] = None,
     metric: Annotated[
-        list[str] | None, typer.Option("--metric", help="A metric to trend. Repeatable.")
+        list[str] | None,
+        typer.Option("--metric", metavar="METRIC", help="A metric to trend. Repeatable."),
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No verdict summary.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help=QUIET_HELP)] = False,
 ) -> int:
     """Trend every session under a results folder: change points, the newest judged."""
     from . import _output
@@ -367,9 +460,16 @@ def history_cmd(
     from .history import load_history
     from .render import history as render
 
-    kind = resolve_format(fmt.value if fmt else None, out, ("md", "html", "json", "parquet"), "md")
+    if out_arg is not None and out_arg != "-" and out_arg.endswith(("/", os.sep)):
+        out: Path | None = Path(out_arg)  # a dataset folder
+        kind = resolve_format(fmt, None, HISTORY_FORMATS, "md")
+        if kind != "parquet":
+            out = out_path(out_arg)  # a report is a file: the usage error
+    else:
+        out = out_path(out_arg)
+        kind = resolve_format(fmt, out, HISTORY_FORMATS, "md")
     if kind == "parquet" and out is None:
-        raise UsageError("--format parquet needs --out DIR")
+        raise UsageError("--format parquet needs --out DIR (a dataset folder, not stdout)")
     data = load_history(results, metric or [])
     if out is not None:  # a file inside a session would become one of its inputs
         inside = [f for f in data.folders if f == out.resolve() or f in out.resolve().parents]
@@ -377,7 +477,7 @@ def history_cmd(
             raise UsageError("refusing to write inside a session of the history", path=str(out))
     h = data.history
     for d in h.diagnostics:
-        if d.level != "info" or not quiet:
+        if d.level == "error" or not quiet:
             _err(str(d))
     if not h.sessions:
         raise InputError(
@@ -392,7 +492,7 @@ def history_cmd(
         if out is not None:
             _output.write_atomic(out, text)
         else:
-            sys.stdout.write(text)
+            _output.write_stdout(text)
     if not quiet:
         for line in render.summary_lines(h):
             _err(line)
@@ -401,12 +501,19 @@ def history_cmd(
     return 0
 
 
-@app.command("check")
+@app.command("check", cls=_PlainCommand)
 def check_cmd(
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(help="Files or folders; only reports whose session holds them are checked."),
+        typer.Argument(
+            metavar="[PATH]...",
+            help="Files or folders: the reports under them and those whose session holds them "
+            "are checked (default: inside a commit, what it stages; else every report here).",
+        ),
     ] = None,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No summary line; findings still print.")
+    ] = False,
 ) -> int:
     """Check that committed reports still match their sessions (a pre-commit gate)."""
     from ._memory import can_start
@@ -427,30 +534,53 @@ def check_cmd(
     if bad:
         return 1
     n = len(results)
-    if n:
+    if n and not quiet:
         sys.stdout.write(f"sessionlens check: {n} report{'s' if n != 1 else ''} fresh\n")
     return 0
 
 
-@app.command("spec-math")
+@app.command("spec-math", cls=_PlainCommand)
 def spec_math_cmd(
-    cycle_ms: Annotated[float, typer.Option("--cycle-ms", help="Time of one draft+verify cycle.")],
+    cycle_ms: Annotated[
+        float,
+        typer.Option("--cycle-ms", metavar="MS", help="Time of one draft+verify cycle, in ms."),
+    ],
     accept_len: Annotated[
-        float, typer.Option("--accept-len", help="Mean acceptance length, bonus token counted.")
+        float,
+        typer.Option(
+            "--accept-len",
+            metavar="TOKENS",
+            help="Mean acceptance length per cycle, bonus token counted (so at least 1).",
+        ),
     ],
     baseline_tok_s: Annotated[
-        float | None, typer.Option("--baseline-tok-s", help="Non-speculative throughput.")
+        float | None,
+        typer.Option("--baseline-tok-s", metavar="TOK/S", help="Non-speculative throughput."),
     ] = None,
     target_tok_s: Annotated[
-        float | None, typer.Option("--target-tok-s", help="A throughput goal.")
+        float | None, typer.Option("--target-tok-s", metavar="TOK/S", help="A throughput goal.")
     ] = None,
-    steps: Annotated[int | None, typer.Option("--steps", help="Draft steps k.")] = None,
+    steps: Annotated[
+        int | None, typer.Option("--steps", metavar="K", help="Draft steps k.")
+    ] = None,
     measured_tok_s: Annotated[
-        float | None, typer.Option("--measured-tok-s", help="Measured speculative throughput.")
+        float | None,
+        typer.Option("--measured-tok-s", metavar="TOK/S", help="Measured speculative throughput."),
     ] = None,
     fmt: Annotated[
-        MathFormat, typer.Option("--format", "-f", help="text or json.")
-    ] = MathFormat.text,
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            metavar="FORMAT",
+            help="text (default) or json.",
+            autocompletion=_choices(MATH_FORMATS),
+        ),
+    ] = "text",
+    quiet: Annotated[
+        bool,
+        typer.Option("--quiet", "-q", help="Accepted for symmetry: the result is the output."),
+    ] = False,
 ) -> int:
     """Speculative-decoding economics: ceiling, break-even and needed acceptance."""
     import math
@@ -467,12 +597,18 @@ def spec_math_cmd(
     ):
         if number is not None and not math.isfinite(number):
             raise UsageError(f"{flag} must be a finite number, not {number}")
-    if cycle_ms <= 0 or accept_len <= 0:
-        raise UsageError("--cycle-ms and --accept-len must be positive")
+    kind = resolve_format(fmt, None, MATH_FORMATS, "text")
+    if cycle_ms <= 0:
+        raise UsageError(f"--cycle-ms must be positive, not {cycle_ms:g}")
+    if accept_len < 1:
+        raise UsageError(
+            f"--accept-len counts the bonus token, so it is at least 1, not {accept_len:g} "
+            "(an acceptance rate is no length: length = 1 + rate × steps)"
+        )
     if steps is not None and steps < 1:
         raise UsageError("--steps must be at least 1")
     e = economics(cycle_ms, accept_len, steps, measured_tok_s, baseline_tok_s, target_tok_s)
-    sys.stdout.write(economics_json(e) if fmt is MathFormat.json else economics_text(e))
+    sys.stdout.write(economics_json(e) if kind == "json" else economics_text(e))
     return 0
 
 

@@ -38,6 +38,7 @@ CODES: dict[str, tuple[Level, str]] = {
     "unknown-results": ("info", "a results line was not understood"),
     "duplicate-run": ("warning", "the same run number appears twice"),
     "single-config": ("info", "the session has one config; nothing to compare"),
+    "markdown-not-read": ("info", "a Markdown file in the session is never an input"),
     "single-launch": (
         "info",
         "samples come from one server launch; between-launch noise is not captured",

@@ -13,7 +13,7 @@ Hierarchy::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -107,3 +107,14 @@ class ParseError(SessionlensError):
     """Strict parsing met an error-level diagnostic."""
 
     code = "parse"
+
+
+def did_you_mean(name: str, known: Iterable[str]) -> str:
+    """`; did you mean 'x'?` for the known name closest to a misspelt one, else ``."""
+    import difflib
+
+    by_lower: dict[str, str] = {}
+    for k in known:
+        by_lower.setdefault(k.lower(), k)
+    near = difflib.get_close_matches(name.lower(), list(by_lower), n=1, cutoff=0.6)
+    return f"; did you mean {by_lower[near[0]]!r}?" if near else ""

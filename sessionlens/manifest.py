@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .errors import ManifestError, UsageError
+from .errors import ManifestError, UsageError, did_you_mean
 
 Direction = Literal["increase", "decrease"]
 
@@ -261,7 +261,8 @@ def load(path: Path, shown: str = "sessionlens.toml", root: Path | None = None) 
             raise _err(
                 shown,
                 loc.key(key) or loc.table(key),
-                f"unknown key {key!r} (known: {', '.join(sorted(TOP_KEYS))})",
+                f"unknown key {key!r} (known: {', '.join(sorted(TOP_KEYS))})"
+                + did_you_mean(key, TOP_KEYS),
             )
     title = data.get("title")
     if title is not None and not isinstance(title, str):
@@ -302,7 +303,7 @@ def load(path: Path, shown: str = "sessionlens.toml", root: Path | None = None) 
                     shown,
                     loc.key(key, line) or loc.inline_key(key, line),
                     f"unknown key {key!r} in config {name!r} "
-                    f"(known: {', '.join(sorted(CONFIG_KEYS))})",
+                    f"(known: {', '.join(sorted(CONFIG_KEYS))})" + did_you_mean(key, CONFIG_KEYS),
                 )
         paths = body.get("paths", [f"{name}/*"])
         if isinstance(paths, str):
@@ -324,7 +325,8 @@ def load(path: Path, shown: str = "sessionlens.toml", root: Path | None = None) 
                 raise _err(
                     shown,
                     loc.key("format", line) or line,
-                    f"unknown format {fmt!r} (known: {', '.join(sorted(PARSERS))})",
+                    f"unknown format {fmt!r} (known: {', '.join(sorted(PARSERS))})"
+                    + did_you_mean(fmt, PARSERS),
                 )
         settings = body.get("settings", {})
         if not isinstance(settings, dict):
@@ -365,7 +367,8 @@ def load(path: Path, shown: str = "sessionlens.toml", root: Path | None = None) 
                     shown,
                     loc.key(key, line) or line,
                     f"unknown key {key!r} in a hypothesis "
-                    f"(known: {', '.join(sorted(HYPOTHESIS_KEYS))})",
+                    f"(known: {', '.join(sorted(HYPOTHESIS_KEYS))})"
+                    + did_you_mean(key, HYPOTHESIS_KEYS),
                 )
         for key in ("baseline", "candidate"):
             if key not in body:
@@ -375,7 +378,8 @@ def load(path: Path, shown: str = "sessionlens.toml", root: Path | None = None) 
                     shown,
                     loc.key(key, line) or line,
                     f"unknown config {body[key]!r} in {key} "
-                    f"(configs: {', '.join(names) or 'none'})",
+                    f"(configs: {', '.join(names) or 'none'})"
+                    + (did_you_mean(body[key], names) if isinstance(body[key], str) else ""),
                 )
         if body["baseline"] == body["candidate"]:
             raise _err(shown, line, f"hypothesis {i + 1} compares {body['baseline']!r} with itself")
@@ -537,7 +541,8 @@ def _unquote(name: str) -> str:
 
 def parse_hypothesis(text: str, hid: str) -> HypothesisSpec:
     """`"B > A on METRIC by 20%"` (`<` for decrease; metric defaults to throughput_tok_s,
-    effect to 2 %). A bare number after `by` is a percentage too (`by 20` = 20 %)."""
+    effect to 2 %). The threshold carries its unit: a bare number after `by` (`by 5`,
+    `by 0.05`) is a usage error saying which was meant (DESIGN §1)."""
     m = _HYP.match(text)
     if m is None:
         raise UsageError(
@@ -548,6 +553,16 @@ def parse_hypothesis(text: str, hid: str) -> HypothesisSpec:
     if cand == base:
         raise UsageError(f"--hypothesis {text!r} compares a config with itself")
     num = m.group("num")
+    if num is not None and m.group("pct") is None:
+        # a bare number is ambiguous: 5 % or 500 %? 0.05 as a fraction (5 %) or 0.05 %?
+        x = float(num)
+        meant = (
+            f'"by {x * 100:g}%" (the fraction {num}) or "by {num}%"' if x < 1 else f'"by {num}%"'
+        )
+        raise UsageError(
+            f"--hypothesis {text!r}: write the threshold with its unit: {meant} "
+            "(`min_effect` in sessionlens.toml is the fraction)"
+        )
     min_effect = float(num) / 100 if num is not None else DEFAULT_MIN_EFFECT
     if not math.isfinite(min_effect) or min_effect > MAX_MIN_EFFECT:  # hundreds of digits
         raise UsageError(

@@ -20,7 +20,7 @@ from . import _discover, _launch, _load, _memory
 from . import diagnostics as dg
 from ._progress import progress as progress_bar
 from ._settings import POOLING_KEYS, same_value
-from .errors import InputError, ManifestError, UsageError
+from .errors import InputError, ManifestError, UsageError, did_you_mean
 from .manifest import ConfigSpec, HypothesisSpec, Manifest, load, parse_hypothesis
 from .model import LaunchSpans, SampleColumns, SourceInfo
 from .parsers import parse_path
@@ -54,6 +54,7 @@ class Session:
         has_manifest: bool,
         launch_noise: float | dict[str, float] | None = None,
         slo: dict[str, float] | None = None,
+        notices: list[dg.Diagnostic] | None = None,
     ) -> None:
         self.root = root
         self.title = title
@@ -73,6 +74,9 @@ class Session:
         self.launch_noise = launch_noise
         # latency bounds for SLO capacity (DESIGN §5, sweeps)
         self.slo = dict(slo or {})
+        # said of files that are no inputs (a pasted Markdown file): for whoever loads the
+        # session to show, never part of the report, whose inputs they are not
+        self.notices = list(notices or [])
 
     @property
     def launches(self) -> dict[str, LaunchSpans]:
@@ -260,6 +264,27 @@ def _matches(rel: str, patterns: Sequence[str]) -> bool:
     return False
 
 
+def _markdown_notes(root: Path, pasted: Sequence[Path]) -> Iterator[dg.Diagnostic]:
+    """An info line for each skipped Markdown file that is no sessionlens report (issue 23:
+    `results-pasted.md` in a config folder went unmentioned, though `parse` reads it)."""
+    for path in pasted:
+        try:
+            with open(path, "rb") as fh:
+                head = fh.read(1024)
+        except OSError:
+            head = b""
+        if b"<!-- sessionlens:" in head:  # a report saved under another name: `check` reads it
+            continue
+        rel = _discover.display(path.relative_to(root).as_posix())
+        yield dg.make(
+            "markdown-not-read",
+            rel,
+            None,
+            "Markdown is never an input, so this file was not read; if it holds benchmark "
+            f"output, rename it {PurePosixPath(rel).stem}.txt (or .log) to make it one",
+        )
+
+
 def load_session(
     path: str | Path,
     baseline: str | None = None,
@@ -292,7 +317,9 @@ def load_session(
     if os.path.lexists(manifest_path):  # a folder or a broken link there is an error too
         manifest = load(manifest_path, shown=_discover.display(str(manifest_path)), root=root)
     where = _discover.display(str(root))
-    files, diags = _discover.walk(root, manifest.exclude if manifest else (), where)
+    pasted: list[Path] = []
+    files, diags = _discover.walk(root, manifest.exclude if manifest else (), where, pasted)
+    notices = list(_markdown_notes(root, pasted))
     # names as the file system has them (bytes-faithful, for the digest), and as text
     # outputs show them: bytes that are not UTF-8 as \xNN (DESIGN §7, issue 19)
     raw_rels = [PurePosixPath(f.relative_to(root).as_posix()).as_posix() for f in files]
@@ -425,12 +452,16 @@ def load_session(
         for role, name in (("baseline", h.baseline), ("candidate", h.candidate)):
             if h.origin == "manifest" and not named and name not in names:  # folder configs
                 raise ManifestError(
-                    f"unknown config {name!r} in {role} (configs: {', '.join(names) or 'none'})",
+                    f"unknown config {name!r} in {role} (configs: {', '.join(names) or 'none'})"
+                    + did_you_mean(name, names),
                     path=_discover.display(str(manifest_path)),
                     line=h.line,
                 )
     if baseline is not None and baseline not in names:
-        raise UsageError(f"--baseline {baseline!r} is not a config (configs: {', '.join(names)})")
+        raise UsageError(
+            f"--baseline {baseline!r} is not a config (configs: {', '.join(names)})"
+            + did_you_mean(baseline, names)
+        )
     for h in hyps:
         if h.origin != "cli":
             continue
@@ -438,7 +469,7 @@ def load_session(
             if name not in names:
                 raise UsageError(
                     f"--hypothesis {h.claim!r}: unknown {role} config {name!r} "
-                    f"(configs: {', '.join(names)})"
+                    f"(configs: {', '.join(names)})" + did_you_mean(name, names)
                 )
     present = columns.metric_names()
     if manifest is not None and manifest.slo:
@@ -447,6 +478,7 @@ def load_session(
         if h.metric not in present:
             have = ", ".join(sorted(present)) or "none"
             msg = f"metric {h.metric!r} of hypothesis {h.id} is in no config (metrics: {have})"
+            msg += did_you_mean(h.metric, present)
             if h.origin == "cli":
                 raise UsageError(msg)
             raise ManifestError(msg, path=_discover.display(str(manifest_path)), line=h.metric_line)
@@ -478,4 +510,5 @@ def load_session(
         has_manifest=manifest is not None,
         launch_noise=manifest.launch_noise if manifest else None,
         slo=manifest.slo if manifest else None,
+        notices=notices,
     )

@@ -222,7 +222,7 @@ def test_spec_math_worked_example(capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(out)["ceiling_tok_s"] == pytest.approx(1000 * 2.0 / 29.5)
     code, _, err = run(capsys, "spec-math", "--cycle-ms", "0", "--accept-len", "2.0")
     assert code == 2
-    assert err == "sessionlens: error: --cycle-ms and --accept-len must be positive [usage]\n"
+    assert err == "sessionlens: error: --cycle-ms must be positive, not 0 [usage]\n"
 
 
 def test_report_json_out(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

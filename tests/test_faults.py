@@ -185,7 +185,6 @@ def test_fifo_in_a_session_is_not_waited_for(tmp_path: Path) -> None:
             "sessionlens",
             "report",
             str(session),
-            "--quiet",
             "--format",
             "json",
         ],
@@ -333,7 +332,7 @@ def test_binary_files_are_unknown_not_fatal(
     assert (code, out) == (2, "")
     shown = re.escape(str(elf))
     one_line(err, rf"^{shown}: error: an executable, not a text log; .*\[unknown-format\]$")
-    code, out, err = run(capsys, "report", str(session), "--quiet", "--format", "json")
+    code, out, err = run(capsys, "report", str(session), "--format", "json")
     assert code == 0
     # one line each, not a line for its NULs and another for its bytes that are not UTF-8
     assert [ln for ln in err.splitlines() if "a.out" in ln or "plot.png" in ln] == [
@@ -688,7 +687,7 @@ def test_names_that_are_not_utf8_are_hashed_as_bytes_and_shown_escaped(
             fh.write(seed)
     (tmp_path / ".git").mkdir()
     monkeypatch.chdir(tmp_path)
-    code, out, err = run(capsys, "report", "s", "--format", "json", "--quiet")
+    code, out, err = run(capsys, "report", "s", "--format", "json")
     assert code == 0
     doc = json.loads(out)
     assert [s["path"] for s in doc["sources"]] == [

@@ -75,7 +75,7 @@ def test_good_manifest(tmp_path: Path) -> None:
         (
             GOOD.replace("alpha = 0.1", "alpah = 0.1"),
             "sessionlens.toml:2: error: unknown key 'alpah' (known: alpha, configs, exclude, "
-            "hypotheses, launch_noise, slo, target_tok_s, title) [manifest]",
+            "hypotheses, launch_noise, slo, target_tok_s, title); did you mean 'alpha'? [manifest]",
         ),
         (
             GOOD.replace('candidate = "b"\nmin_effect', 'candidate = "c"\nmin_effect'),
@@ -89,7 +89,7 @@ def test_good_manifest(tmp_path: Path) -> None:
         (
             GOOD.replace('label = "B!"', 'lable = "B!"'),
             "sessionlens.toml:11: error: unknown key 'lable' in config 'b' (known: format, label, "
-            "launch_per_file, paths, settings) [manifest]",
+            "launch_per_file, paths, settings); did you mean 'label'? [manifest]",
         ),
         (
             GOOD.replace('title = "t"', 'title = "t'),

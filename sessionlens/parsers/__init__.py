@@ -22,7 +22,7 @@ from typing import Any
 
 from .. import _launch, _lines
 from .. import diagnostics as dg
-from ..errors import ParseError, UsageError
+from ..errors import ParseError, UsageError, did_you_mean
 from ..model import (
     BlockInfo,
     Blocks,
@@ -115,7 +115,8 @@ def parse_source(
     """Parse one source into `columns`; return its provenance and its diagnostics."""
     if format is not None and format not in PARSERS:
         known = ", ".join(sorted(PARSERS))
-        raise UsageError(f"unknown format {format!r} (known: {known})")
+        hint = did_you_mean(format, PARSERS)
+        raise UsageError(f"unknown format {format!r} (known: {known}){hint}")
     # a binary file or a trace is not sniffed (unless its format is pinned)
     kind = src.binary or ("a profiler trace (JSON)" if _TRACE.match(src.head) else None)
     fid = format or (None if kind else detect(src.head, src.name))

@@ -55,6 +55,13 @@ def _choices(values: Sequence[str]) -> Any:
     return complete
 
 
+def _format_option(help_text: str, choices: Sequence[str]) -> Any:
+    """`-f/--format FORMAT` with its choices in the help and in shell completion."""
+    return typer.Option(
+        "--format", "-f", metavar="FORMAT", help=help_text, autocompletion=_choices(choices)
+    )
+
+
 def _format_ids(incomplete: str) -> list[str]:
     from .parsers import PARSERS
 
@@ -188,12 +195,8 @@ def parse_cmd(
     ],
     fmt: Annotated[
         str | None,
-        typer.Option(
-            "--format",
-            "-f",
-            metavar="FORMAT",
-            help="table (default), json, csv or parquet (parquet needs --out).",
-            autocompletion=_choices(PARSE_FORMATS),
+        _format_option(
+            "table (default), json, csv or parquet (parquet needs --out).", PARSE_FORMATS
         ),
     ] = None,
     out_arg: Annotated[
@@ -357,13 +360,7 @@ def report_cmd(
     ] = None,
     fmt: Annotated[
         str | None,
-        typer.Option(
-            "--format",
-            "-f",
-            metavar="FORMAT",
-            help="md (default), html or json; else from the --out suffix.",
-            autocompletion=_choices(REPORT_FORMATS),
-        ),
+        _format_option("md (default), html or json; else from the --out suffix.", REPORT_FORMATS),
     ] = None,
     baseline: Annotated[
         str | None,
@@ -440,12 +437,9 @@ def history_cmd(
     ] = None,
     fmt: Annotated[
         str | None,
-        typer.Option(
-            "--format",
-            "-f",
-            metavar="FORMAT",
-            help="md (default), html, json or parquet (a dataset folder, needs --out DIR/).",
-            autocompletion=_choices(HISTORY_FORMATS),
+        _format_option(
+            "md (default), html, json or parquet (a dataset folder, needs --out DIR/).",
+            HISTORY_FORMATS,
         ),
     ] = None,
     metric: Annotated[
@@ -569,13 +563,7 @@ def spec_math_cmd(
     ] = None,
     fmt: Annotated[
         str,
-        typer.Option(
-            "--format",
-            "-f",
-            metavar="FORMAT",
-            help="text (default) or json.",
-            autocompletion=_choices(MATH_FORMATS),
-        ),
+        _format_option("text (default) or json.", MATH_FORMATS),
     ] = "text",
     quiet: Annotated[
         bool,

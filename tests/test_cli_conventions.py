@@ -234,54 +234,38 @@ def test_accept_len_counts_the_bonus_token(capsys: pytest.CaptureFixture[str]) -
     assert run(capsys, "spec-math", "--cycle-ms", "30", "--accept-len", "1")[0] == 0
 
 
-def test_completion_as_typer_gives_it() -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    show = subprocess.run(
-        [sys.executable, "-m", "sessionlens", "--show-completion", "bash"],
+def _sessionlens(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`python -m sessionlens ARGS` of this checkout, with more environment."""
+    return subprocess.run(
+        [sys.executable, "-m", "sessionlens", *args],
         capture_output=True,
         text=True,
-        env=env,
         check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
     )
+
+
+def _complete(words: str) -> list[str]:
+    """What bash completion offers for the last word of `words` (typer's protocol)."""
+    got = _sessionlens(
+        _SESSIONLENS_COMPLETE="complete_bash",
+        COMP_WORDS=words,
+        COMP_CWORD=str(len(words.split(" ")) - 1),
+    )
+    return got.stdout.split()
+
+
+def test_completion_as_typer_gives_it() -> None:
+    show = _sessionlens("--show-completion", "bash")
     assert show.returncode == 0, show.stderr
     assert "_sessionlens_completion()" in show.stdout
-    complete = subprocess.run(
-        [sys.executable, "-m", "sessionlens"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={
-            **env,
-            "_SESSIONLENS_COMPLETE": "complete_bash",
-            "COMP_WORDS": "sessionlens report x --format ",
-            "COMP_CWORD": "4",
-        },
-    )
-    assert complete.stdout.split() == ["md", "html", "json"]
-    ids = subprocess.run(
-        [sys.executable, "-m", "sessionlens"],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={
-            **env,
-            "_SESSIONLENS_COMPLETE": "complete_bash",
-            "COMP_WORDS": "sessionlens parse x --input-format vllm-",
-            "COMP_CWORD": "4",
-        },
-    )
-    assert ids.stdout.split() == ["vllm-bench-result", "vllm-bench-serve", "vllm-server"]
-    (
-        _,
-        _,
-    ) = show.stdout, ids.stdout
-    help_text = subprocess.run(
-        [sys.executable, "-m", "sessionlens", "-h"],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    ).stdout
+    assert _complete("sessionlens report x --format ") == ["md", "html", "json"]
+    assert _complete("sessionlens parse x --input-format vllm-") == [
+        "vllm-bench-result",
+        "vllm-bench-serve",
+        "vllm-server",
+    ]
+    help_text = _sessionlens("-h").stdout
     assert "--install-completion" in help_text
     assert "--show-completion" in help_text
 

@@ -327,7 +327,7 @@ def comparison_result(
 ) -> ComparisonResult:
     """One row of the comparisons table: r of the levels with its Fieller interval, and the
     tests on the unit of replication."""
-    unit_n = (ev.a.launches, ev.b.launches) if ev.unit == "launch" else (ev.a.n, ev.b.n)
+    unit_n = ev.counts
     warnings = list(ev.tests.warnings)
     if ev.raw.change is not None and not ev.raw.bounded:
         warnings.append(stats.W_UNBOUNDED)

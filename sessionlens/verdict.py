@@ -95,6 +95,11 @@ class Evidence:
             return None
         return min(self.p_support, self.p_reject)
 
+    @property
+    def counts(self) -> tuple[int, int]:
+        """Baseline and candidate counted in the unit of replication (launches or samples)."""
+        return (self.a.launches, self.b.launches) if self.unit == "launch" else (self.a.n, self.b.n)
+
 
 @dataclass(frozen=True, slots=True)
 class Judgement:
@@ -325,7 +330,7 @@ def _judge(ev: Evidence, decided: float | None, tested: float, size: int) -> Jud
     runs = note = None
     if verdict == "inconclusive" and basis not in ("few-samples", "undefined-baseline"):
         runs, note = _runs_needed(ev)
-    unit_n = (ev.a.launches, ev.b.launches) if ev.unit == "launch" else (ev.a.n, ev.b.n)
+    unit_n = ev.counts
     return Judgement(
         verdict=verdict,
         verdict_raw=raw_verdict,

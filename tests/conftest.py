@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,6 +37,33 @@ def need_program(name: str) -> str:
     if os.environ.get("CI") == "true":
         pytest.fail(f"{name} is required under CI=true but is not installed")
     pytest.skip(f"{name} is not installed (it is installed by .ci/run)")
+
+
+def chromium(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """Headless Chromium on a local page, with a profile of its own, no network chatter and
+    no sandbox (CI runs as root); `extra` flags as `--dump-dom` or `--screenshot=FILE`."""
+    exe = need_program("chromium")
+    return subprocess.run(
+        [
+            exe,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--disable-dev-shm-usage",
+            f"--user-data-dir={profile}",
+            *extra,
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 # What the code under test opens: an audit hook (they cannot be removed, so it records only

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sessionlens.cli import main
-from tests.conftest import FIXTURES, ROOT, need_program
+from tests.conftest import FIXTURES, ROOT, chromium
 
 WIDTH, HEIGHT = 1280, 900  # the first screen of a laptop browser window
 ARTIFACTS = Path(os.environ.get("SESSIONLENS_ARTIFACTS", ROOT / "artifacts"))
@@ -54,31 +54,9 @@ MEASURE = """
 """
 
 
-def _chromium(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    exe = need_program("chromium")
-    return subprocess.run(
-        [
-            exe,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-dev-shm-usage",
-            "--hide-scrollbars",
-            f"--window-size={WIDTH},{HEIGHT}",
-            f"--user-data-dir={profile}",
-            *extra,
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def _browser(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """Chromium at the page size the tests measure, scroll bars hidden (screenshots)."""
+    return chromium(page, profile, "--hide-scrollbars", f"--window-size={WIDTH},{HEIGHT}", *extra)
 
 
 def _page(session: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
@@ -93,7 +71,7 @@ def _page(session: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
 def _measure(page: Path, tmp_path: Path) -> dict:
     probe = tmp_path / f"{page.stem}-measured.html"
     probe.write_text(page.read_text().replace("</body>", MEASURE + "</body>"))
-    proc = _chromium(probe, tmp_path / "profile-m", "--virtual-time-budget=3000", "--dump-dom")
+    proc = _browser(probe, tmp_path / "profile-m", "--virtual-time-budget=3000", "--dump-dom")
     assert proc.returncode == 0, proc.stderr[-2000:]
     found = re.search(r'<pre id="sessionlens-measured">(.*?)</pre>', proc.stdout, re.S)
     assert found is not None, proc.stdout[-2000:]
@@ -104,7 +82,7 @@ def _measure(page: Path, tmp_path: Path) -> dict:
 def _screenshot(page: Path, tmp_path: Path, name: str) -> Path:
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / f"{name}-{WIDTH}.png"
-    proc = _chromium(page, tmp_path / "profile-s", f"--screenshot={shot}")
+    proc = _browser(page, tmp_path / "profile-s", f"--screenshot={shot}")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert shot.stat().st_size > 10_000  # a page was drawn, not a blank
     return shot

@@ -30,7 +30,7 @@ from sessionlens.parsers import parse_file
 from sessionlens.render import render_report
 from sessionlens.session import load_session
 
-from .conftest import FIXTURES, ROOT, need_program
+from .conftest import FIXTURES, ROOT, chromium
 from .fixture_cases import cases
 
 SEED = FIXTURES / "formats" / "bench-stdout" / "seed-truncated.log"
@@ -342,33 +342,8 @@ class _Text(HTMLParser):
 # ---------------------------------------------------------------- the page in a browser
 
 
-def _chromium(page: Path, profile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    exe = need_program("chromium")
-    return subprocess.run(
-        [
-            exe,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--disable-dev-shm-usage",
-            f"--user-data-dir={profile}",
-            *extra,
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
 def _dump(page: Path, profile: Path) -> _Text:
-    proc = _chromium(page, profile, "--dump-dom")
+    proc = chromium(page, profile, "--dump-dom")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "<html" in proc.stdout, proc.stderr[-2000:]
     dom = _Text()
@@ -431,7 +406,7 @@ def test_chromium_runs_no_payload_and_shows_the_verdicts(hostile: Path, tmp_path
     assert ONERROR in shown
 
     shot = tmp_path / "report.png"
-    proc = _chromium(
+    proc = chromium(
         page, tmp_path / "profile-shot", f"--screenshot={shot}", "--window-size=1280,2000"
     )
     assert proc.returncode == 0, proc.stderr[-2000:]

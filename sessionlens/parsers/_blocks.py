@@ -1022,14 +1022,7 @@ class BlockReader:
                 f"block {block}: the value of {row.label!r} is cut ({num!r}); no sample taken",
             )
             return None
-        problem = value_problem(got.value)
-        if problem is not None:
-            why = "" if problem == "non-finite-value" else " (below zero)"
-            self.ctx.warn(
-                ln.no,
-                problem,
-                f"block {block}: {row.label!r} is {shown(num)}{why}; no sample taken",
-            )
+        if no_sample(self.ctx, ln.no, f"block {block}: {row.label!r}", got.value, num):
             return None
         if percent or rest.startswith("%"):
             return round(got.value / 100, decimals_of(num) + 2)
@@ -1299,12 +1292,21 @@ def json_number(ctx: ParseContext, line: int, what: str, value: Any) -> float | 
     if isinstance(value, bool) or not isinstance(value, int | float):
         ctx.warn(line, "unparsed-line", f"{what} is not a number ({value!r})")
         return None
-    problem = value_problem(value)
-    if problem is not None:
-        why = "" if problem == "non-finite-value" else " (below zero)"
-        ctx.warn(line, problem, f"{what} is {shown(repr(value))}{why}; no sample taken")
+    if no_sample(ctx, line, what, value):
         return None
     return float(value)
+
+
+def no_sample(ctx: ParseContext, line: int, what: str, value: float, printed: str = "") -> bool:
+    """Whether a read number can be no sample (`value_problem`: nan, infinite, below zero);
+    if so, the diagnostic that says so: `{what} is {printed} (below zero); no sample taken`.
+    `printed` is the value as the source prints it (its repr when not given)."""
+    problem = value_problem(value)
+    if problem is None:
+        return False
+    why = "" if problem == "non-finite-value" else " (below zero)"
+    ctx.warn(line, problem, f"{what} is {shown(printed or repr(value))}{why}; no sample taken")
+    return True
 
 
 def _json_metric(key: str) -> str | None:

@@ -19,7 +19,7 @@ from typing import Any
 from .._lines import Line, SourceText
 from ..model import BlockStart, Record, Sample, Setting
 from . import _fields
-from ._blocks import Unread, setting_value
+from ._blocks import Unread, no_sample, setting_value
 from ._fields import JsonEvent, JsonLines, box_row, is_box_rule
 from .base import ParseContext, read_lines
 
@@ -297,15 +297,7 @@ class Reader:
         if got is None:
             self._note_unknown(f"{what} in {unit!r}")
             return
-        problem = _fields.value_problem(got)
-        if problem is not None:
-            why = "" if problem == "non-finite-value" else " (below zero)"
-            self.ctx.warn(
-                line,
-                problem,
-                f"block {self._block}: {what} is {_fields.shown(raw or repr(value))}{why}; "
-                "no sample taken",
-            )
+        if no_sample(self.ctx, line, f"block {self._block}: {what}", got, raw or repr(value)):
             return
         if name == "accept_length":
             yield Setting("accept_length_scope", "benchmark", line, self._block)

@@ -24,7 +24,6 @@ from ._fields import (
     read_value,
     strip_head,
     strip_outer,
-    value_problem,
 )
 from .base import ParseContext, Prefiltered, read_lines
 
@@ -312,12 +311,7 @@ class Reader:
     def _sample(self, ln: Line, case: _Case, metric: str, value: float) -> Iterator[Record]:
         if case.block is None or case.warmup:
             return
-        problem = value_problem(value)
-        if problem is not None:
-            why = "" if problem == "non-finite-value" else " (below zero)"
-            self.ctx.warn(
-                ln.no, problem, f"case {case.block}: {metric} is {value}{why}; no sample taken"
-            )
+        if _blocks.no_sample(self.ctx, ln.no, f"case {case.block}: {metric}", value):
             return
         if metric in case.read:
             self.ctx.warn(

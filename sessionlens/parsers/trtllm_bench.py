@@ -16,7 +16,7 @@ from .._lines import Line, SourceText
 from ..metrics import slug
 from ..model import BlockStart, Record, Sample, Setting
 from . import _fields
-from ._blocks import Unread, setting_value
+from ._blocks import Unread, no_sample, setting_value
 from ._fields import JsonEvent, JsonLines
 from .base import ParseContext, read_lines
 
@@ -267,15 +267,7 @@ class Reader:
         self, line: int, metric: str, unit: str, value: float, label: str
     ) -> Iterator[Record]:
         assert self._block is not None
-        problem = _fields.value_problem(value)
-        if problem is not None:
-            why = "" if problem == "non-finite-value" else " (below zero)"
-            self.ctx.warn(
-                line,
-                problem,
-                f"block {self._block}: {label!r} is {_fields.shown(repr(value))}{why}; "
-                "no sample taken",
-            )
+        if no_sample(self.ctx, line, f"block {self._block}: {label!r}", value):
             return
         if unit:
             value = _fields.convert_time(value, unit, "s" if metric.endswith("_s") else "ms")

@@ -394,11 +394,13 @@ def setting_value(raw: str, cast: Cast = "auto") -> JSON:
     return t
 
 
-def _json_setting(value: Any) -> JSON:
+def json_setting(value: Any) -> JSON:
+    """A JSON value as a setting: nan and the infinities as text (JSON has none), in lists
+    too."""
     if isinstance(value, float) and not math.isfinite(value):
         return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
     if isinstance(value, list):
-        return [_json_setting(v) for v in value]
+        return [json_setting(v) for v in value]
     return value
 
 
@@ -1337,9 +1339,9 @@ def flatten(key: str, value: Any) -> Iterator[tuple[str, JSON]]:
         elif len(value) <= _MAX_LIST and all(
             v is None or isinstance(v, str | int | float | bool) for v in value
         ):
-            yield key, _json_setting(value)
+            yield key, json_setting(value)
     else:
-        yield key, _json_setting(value)
+        yield key, json_setting(value)
 
 
 def not_read(names: list[str], what: str) -> str:

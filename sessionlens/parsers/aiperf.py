@@ -14,12 +14,11 @@ import csv
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from .._lines import Line, SourceText
 from ..model import BlockStart, Record, Sample, Setting
 from . import _fields
-from ._blocks import Unread, no_sample, setting_value
+from ._blocks import Unread, json_setting, no_sample, setting_value
 from ._fields import JsonEvent, JsonLines, box_row, is_box_rule
 from .base import ParseContext, read_lines
 
@@ -331,7 +330,7 @@ class Reader:
             return
         if len(path) == 1:
             if ev.kind == "value" and isinstance(key, str):
-                yield Setting(key, _setting(ev.value), ev.line, None)
+                yield Setting(key, json_setting(ev.value), ev.line, None)
             elif ev.kind == "close":
                 yield from self._end_metric()
             return
@@ -412,7 +411,7 @@ class Reader:
         if ev.kind != "value" or not path or not all(isinstance(p, str) for p in path):
             return
         keys = tuple(str(p) for p in path)
-        value = _setting(ev.value)
+        value = json_setting(ev.value)
         for n in (2, 1):
             load = _CONFIG_LOAD.get(keys[-n:]) if len(keys) >= n else None
             if load is not None and value is not None:
@@ -432,7 +431,7 @@ class Reader:
         part = path[1]
         if part == "parameters" and len(path) == 3 and ev.kind == "value":
             name = str(path[2])
-            yield Setting(LOAD_NAMES.get(name, name), _setting(ev.value), ev.line, self._block)
+            yield Setting(LOAD_NAMES.get(name, name), json_setting(ev.value), ev.line, self._block)
         elif part == "metrics" and len(path) == 4 and isinstance(path[2], str):
             key, stat = _split_stat(path[2])
             yield from self._metric_event(ev, key, str(path[3]), self._block, stat)
@@ -624,15 +623,6 @@ def _split_stat(key: str) -> tuple[str, str | None]:
     if head and stat in STATS:
         return head, stat
     return key, None
-
-
-def _setting(value: Any) -> Any:
-    """A JSON scalar as a setting (nan and infinities as text: JSON has none)."""
-    if isinstance(value, float) and value != value:
-        return "nan"
-    if isinstance(value, float) and value in (float("inf"), float("-inf")):
-        return "inf" if value > 0 else "-inf"
-    return value
 
 
 def _mode(src: SourceText) -> str:

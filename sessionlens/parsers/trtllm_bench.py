@@ -16,7 +16,7 @@ from .._lines import Line, SourceText
 from ..metrics import slug
 from ..model import BlockStart, Record, Sample, Setting
 from . import _fields
-from ._blocks import Unread, no_sample, setting_value
+from ._blocks import Unread, json_setting, no_sample, setting_value
 from ._fields import JsonEvent, JsonLines
 from .base import ParseContext, read_lines
 
@@ -315,7 +315,7 @@ class Reader:
             elif load is not None and _fields.is_number(ev.value):
                 yield Setting(load, ev.value, ev.line, self._block)
             elif top in ("engine", "world_info", "decoding_stats"):
-                yield Setting(f"{top}.{key}", _plain(ev.value), ev.line, self._block)
+                yield Setting(f"{top}.{key}", json_setting(ev.value), ev.line, self._block)
             elif top in ("performance", "streaming_metrics", "request_info") and _fields.is_number(
                 ev.value
             ):
@@ -332,12 +332,6 @@ class Reader:
             return
         unit = "ms" if metric == "benchmark_duration_s" else ""
         yield from self._sample(ev.line, metric, unit, float(ev.value), what)
-
-
-def _plain(value: object) -> object:
-    if isinstance(value, float) and value != value:
-        return "nan"
-    return value
 
 
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:

@@ -73,3 +73,19 @@ def test_per_user_throughput_is_the_generation_speed_as_aiperf_means_it() -> Non
     assert values(js, "output_throughput_per_user_tok_s") == [89.0372]
     assert "'Per User Output Throughput [w/ ctx] (tps/user)'" in log.diagnostics[0].message
     assert "'performance.output_throughput_per_user_tok_s'" in js.diagnostics[0].message
+
+
+def test_a_non_finite_json_setting_is_text() -> None:
+    """JSON has no infinities: a `--report_json` value of Infinity or NaN is kept as text,
+    as every other JSON reader keeps it (it was the float inf, which no JSON report holds)."""
+    text = (HERE / "v1.0-report_json.json").read_text()
+    text = text.replace(
+        '"dtype": "bfloat16"',
+        '"dtype": "bfloat16", "max_seq_len": Infinity, "max_batch": -Infinity, "beam": NaN',
+        1,
+    )
+    r = parse_text(text, path="report.json")
+    settings = r.sources[0].blocks[0].settings
+    assert settings["engine.max_seq_len"] == "inf"
+    assert settings["engine.max_batch"] == "-inf"
+    assert settings["engine.beam"] == "nan"

@@ -113,7 +113,8 @@ class RowSpec:
     # An acceptance-length row, and whose accounting it follows (log-formats §5.1, §6.1).
     accept: Literal["sglang", "vllm"] | None = None
     # The unit its value must carry when the label alone names no quantity (`Throughput:`
-    # of the 2023 script is requests/s); another unit makes it an unknown row.
+    # of the 2023 script is requests/s, its latencies seconds); another unit makes it an
+    # unknown row, no unit at the end of a cut line a cut value (its scale is unknown).
     unit: str | None = None
 
 
@@ -152,11 +153,11 @@ ROWS: dict[str, RowSpec] = {
     "rtfx (inverse real-time factor)": _m("rtfx"),
     "cache hit rate": _m("cache_hit_rate"),
     # the 2023 benchmark_serving.py: `label: {x:.2f} s` and `Throughput: {x:.2f} requests/s`
-    "total time": _m("benchmark_duration_s"),
+    "total time": _m("benchmark_duration_s", unit="s"),
     "throughput": _m("request_throughput_req_s", unit="requests/s"),
-    "average latency": _m("e2e_latency_ms_mean"),
-    "average latency per token": _m("latency_per_token_ms_mean"),
-    "average latency per output token": _m("latency_per_output_token_ms_mean"),
+    "average latency": _m("e2e_latency_ms_mean", unit="s"),
+    "average latency per token": _m("latency_per_token_ms_mean", unit="s"),
+    "average latency per output token": _m("latency_per_output_token_ms_mean", unit="s"),
     "backend": _s("backend", "str"),
     "traffic request rate": _s("request_rate", "float"),
     "request rate configured (rps)": _s("request_rate", "float"),
@@ -974,6 +975,15 @@ class BlockReader:
             yield Setting("accept_length_scope", scope, ln.no, b.index)
             yield Setting("accept_len_counts_bonus", bonus, ln.no, b.index)
         if spec.unit is not None and _unit_of(row.value) != spec.unit:
+            if ln.cut and row.at_end and spec.unit.startswith(_unit_of(row.value)):
+                # `Average latency: 24.31` where the line was cut: seconds or ms, never a guess
+                self.ctx.warn(
+                    ln.no,
+                    "truncated-value",
+                    f"block {b.index}: the value of {row.label!r} is cut before its unit "
+                    f"({row.value!r}); no sample taken",
+                )
+                return
             b.unknown.append((ln.no, row.label))  # `Throughput: 12 tokens/s`: not this row
             self.ctx.count("unknown-row")
             return

@@ -186,3 +186,19 @@ def test_a_throughput_row_in_another_unit_is_not_the_request_rate() -> None:
     r = parse_text(other, format="vllm-bench-serve", path="x.log")
     assert values(r, "request_throughput_req_s") == []
     assert [d.code for d in r.diagnostics] == ["unknown-row"]
+
+
+def test_a_2023_value_cut_before_its_unit_is_no_sample() -> None:
+    """The 2023 script's rows carry their unit (`0.06 s`): cut before it, the scale is
+    unknown, so no sample (found by the CI property test: 0.06 was kept as 0.06 ms)."""
+    text = (HERE / "benchmark_serving-2023-throughput-requests.log").read_text()
+    for marker, metric in (
+        ("0.06", "latency_per_token_ms_mean"),
+        ("5.99 req", "request_throughput_req_s"),
+    ):
+        cut = text[: text.index(marker) + len(marker)]
+        r = parse_text(cut, format="vllm-bench-serve", path="cut.log")
+        assert values(r, metric) == []
+        assert "truncated-value" in [d.code for d in r.diagnostics]
+    whole = parse_text(text, format="vllm-bench-serve", path="whole.log")
+    assert values(whole, "latency_per_token_ms_mean") == [60.0]

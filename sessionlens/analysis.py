@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
@@ -444,13 +445,28 @@ def _cells(
     if not big:
         done = [_cell_group(values[key], alpha, session) for key in keys]
     else:
+        stop = threading.Event()
+
+        def one(key: tuple[str, str]) -> list[tuple[str | None, Any, _Cell]] | None:
+            # once a summary has raised, a worker starts no other (it would pick up the next
+            # key before the pool's futures are cancelled); keys are taken in order, so the
+            # map meets the raised one before any skipped one
+            if stop.is_set():
+                return None
+            try:
+                return _cell_group(values[key], alpha, session)
+            except BaseException:
+                stop.set()
+                raise
+
         pool = ThreadPoolExecutor(2, thread_name_prefix="sessionlens-summary")
         try:
-            done = list(pool.map(lambda key: _cell_group(values[key], alpha, session), keys))
+            found_all = list(pool.map(one, keys))
         except BaseException:  # an interrupt (or an error): the summaries not started are not
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown()
+        done = [f for f in found_all if f is not None]
     cells: dict[Key, _Cell] = {}
     parts: Parts = {}
     for key, found in zip(keys, done, strict=True):

@@ -537,3 +537,17 @@ def test_a_benchmark_block_past_the_sniffed_head_is_still_read() -> None:
     assert src.blocks[0].format == "vllm-bench-serve"
     assert src.blocks[0].settings["max_concurrency"] == 8
     assert r.diagnostics == []
+
+
+@pytest.mark.parametrize("k", ["inf", "nan", "0", "-2", "2.5"])
+def test_a_v0_spec_line_whose_token_count_is_no_count(k: str) -> None:
+    """Found by the CI fuzz run: `Number of speculative tokens: inf` raised OverflowError
+    (exit 3). It is a diagnostic, and the count of the engine's config (3) stays the one used."""
+    path = FIXTURES / "v0.6.3-v0-spec-cumulative.log"
+    text = re.sub(
+        r"Number of speculative tokens: \d+", f"Number of speculative tokens: {k}", path.read_text()
+    )
+    r = parse_text(text, format="vllm-server", path="v0.log")
+    codes = [d.code for d in r.diagnostics]
+    assert ("non-finite-value" if k in ("inf", "nan") else "impossible-value") in codes
+    assert r.sources[0].settings.get("speculative_num_steps") == 3

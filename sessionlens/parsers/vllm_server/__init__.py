@@ -593,8 +593,14 @@ class Reader:
             if "speculative_num_steps" not in self._settings_done:
                 self._settings_done.add("speculative_num_steps")
                 yield Setting("speculative_num_steps", int(k), ln.no)
+        elif k is not None:  # inf, nan, 0, -2, 2.5: no count of draft tokens
+            code = "impossible-value" if math.isfinite(k) else "non-finite-value"
+            self.ctx.warn(
+                ln.no, code, f"spec line: num_speculative_tokens is {k:g}, not a count; not read"
+            )
+            k = None
         if cumulative:
-            yield from self._spec_v0(ln, read, rank, ts, k)
+            yield from self._spec_v0(ln, read, rank, ts)
             return
         if "accept_len" in read:
             self._accept_line = self._accept_line or ln.no
@@ -633,7 +639,6 @@ class Reader:
         read: dict[str, float],
         rank: str | None,
         ts: str | None,
-        k: float | None,
     ) -> Iterator[Record]:
         """V0: counters are cumulative since engine start -> per-interval deltas."""
         deltas: dict[str, float] = {}
@@ -676,7 +681,7 @@ class Reader:
                 yield Sample(metric, value, ln.no, None, None, rank, ts)
         for name, delta in deltas.items():
             yield Sample(name, delta, ln.no, None, None, rank, ts)
-        steps = int(k) if k else self._k
+        steps = self._k  # the line's own count, when it printed a sound one
         emitted, drafted = deltas.get("emitted_tokens"), deltas.get("drafted_tokens")
         if steps and emitted is not None and drafted:
             # Emitted tokens count accepted + bonus tokens; drafted = k per verify cycle, so

@@ -541,11 +541,8 @@ def _analyse(found: _Found, key: str) -> tuple[Facts, pl.DataFrame]:
     from .analysis import analyze
     from .session import load_session
 
-    session = load_session(
-        found.folder, baseline=found.baseline, hypotheses=found.hypotheses, allow_empty=True
-    )
-    if len(session.columns) == 0:
-        raise SessionlensError("no sample can be read from it")
+    # a session without samples is refused there (InputError), as `report` refuses it
+    session = load_session(found.folder, baseline=found.baseline, hypotheses=found.hypotheses)
     samples = session.samples
     when = earliest_date(samples)
     facts = facts_of(analyze(session), key, _iso(when) if when else None)

@@ -304,8 +304,8 @@ def load_session(
     Raises `UsageError` (the folder does not exist, a bad `baseline` or hypothesis),
     `ManifestError` (a malformed `sessionlens.toml`, with its line) and `InputError` when no
     sample could be read at all (its `diagnostics` say why), as `sessionlens report` refuses
-    them. `allow_empty=True` returns such a session instead (for `check` and `history`,
-    which judge it themselves).
+    them. `allow_empty=True` returns such a session instead (for `check`, which turns its
+    diagnostics into findings).
     """
     root = Path(path)
     if not root.exists():

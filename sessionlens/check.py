@@ -231,7 +231,7 @@ def _text(raw: bytes) -> str:
     return text
 
 
-def _is_report(path: Path) -> bool:
+def is_report(path: Path) -> bool:
     """`report.md` by name (whatever it is: a link or a FIFO is a finding, not a skip); any
     other regular `*.md` file when its first kilobyte holds the header mark."""
     name = path.name
@@ -361,7 +361,7 @@ def _in_folder(folder: Path) -> list[Path]:
         names = sorted(e.name for e in os.scandir(folder))
     except OSError:
         return []
-    return [folder / n for n in names if _is_report(folder / n)]
+    return [folder / n for n in names if is_report(folder / n)]
 
 
 def _under(root: Path) -> Iterator[Path]:
@@ -384,7 +384,7 @@ def _under(root: Path) -> Iterator[Path]:
             if is_dir:
                 if entry.name not in SKIP_DIRS and not entry.name.startswith("."):
                     subdirs.append(path)
-            elif _is_report(path):
+            elif is_report(path):
                 yield path
         stack.extend(reversed(subdirs))
 

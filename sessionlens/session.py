@@ -267,13 +267,10 @@ def _matches(rel: str, patterns: Sequence[str]) -> bool:
 def _markdown_notes(root: Path, pasted: Sequence[Path]) -> Iterator[dg.Diagnostic]:
     """An info line for each skipped Markdown file that is no sessionlens report (issue 23:
     `results-pasted.md` in a config folder went unmentioned, though `parse` reads it)."""
+    from .check import is_report
+
     for path in pasted:
-        try:
-            with open(path, "rb") as fh:
-                head = fh.read(1024)
-        except OSError:
-            head = b""
-        if b"<!-- sessionlens:" in head:  # a report saved under another name: `check` reads it
+        if is_report(path):  # a report saved under another name: `check` reads it
             continue
         rel = _discover.display(path.relative_to(root).as_posix())
         yield dg.make(

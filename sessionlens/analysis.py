@@ -1313,21 +1313,43 @@ _PAIR_WINDOW = 3
 def _estimate_cycle(
     name: str, values: Mapping[tuple[str, str], Sequence[group.Point]], bonus_offset: float
 ) -> float | None:
-    """c ≈ 1000·L·R/G per interval (DESIGN §6), L counting the bonus token."""
-    by_source: dict[str, list[tuple[int, int, str, float]]] = {}
-    order = {"running_req": 0, "gen_throughput_tok_s": 0, "accept_len": 1}
-    for metric, rank in order.items():
-        for p in values.get((name, metric), []):
-            by_source.setdefault(p.source, []).append((p.line, rank, metric, p.value))
-    triples: list[tuple[float, float, float]] = []
-    for rows in by_source.values():
-        rows.sort()
-        last: dict[str, tuple[int, float]] = {}
-        for line, _, metric, value in rows:
-            if metric != "accept_len":
-                last[metric] = (line, value)
-                continue
-            run, gen = last.get("running_req"), last.get("gen_throughput_tok_s")
-            if run and gen and line - run[0] <= _PAIR_WINDOW and line - gen[0] <= _PAIR_WINDOW:
-                triples.append((value + bonus_offset, run[1], gen[1]))
-    return specmath.estimate_cycle_ms_mean(triples)
+    """c ≈ 1000·L·R/G per interval (DESIGN §6), L counting the bonus token.
+
+    Each source's `running_req`, `gen_throughput_tok_s` and `accept_len` values in line
+    order (on one line the first two before `accept_len`); an `accept_len` value is paired
+    with the last value of each of the others before it, when both lie within
+    `_PAIR_WINDOW` lines. In columns: a day-long log holds millions of intervals."""
+    import numpy as np
+
+    names: dict[str, int] = {}
+    cols: list[tuple[Any, ...]] = []
+    # (metric code, its rank on a line): sorted as (line, rank, metric name, value)
+    for code, (metric, rank) in enumerate(
+        (("gen_throughput_tok_s", 0), ("running_req", 0), ("accept_len", 1))
+    ):
+        points = values.get((name, metric))
+        if not points:
+            if metric == "accept_len":
+                return None
+            continue
+        src, lines, vals = group.columns_of(points, names)
+        n = len(vals)
+        cols.append((src, lines, np.full(n, rank, np.int8), np.full(n, code, np.int8), vals))
+    if len(cols) < 3:
+        return None
+    src, line, rank, code, value = (np.concatenate(c) for c in zip(*cols, strict=True))
+    order = np.lexsort((value, code, rank, line, src))
+    src, line, code, value = src[order], line[order], code[order], value[order]
+    at = np.arange(len(order))
+    pairs = {}
+    for c in (0, 1):  # the last row of metric c at or before each row
+        last = np.maximum.accumulate(np.where(code == c, at, -1))
+        same = (last >= 0) & (src[np.maximum(last, 0)] == src)
+        pairs[c] = (np.where(same, last, -1), same)
+    acc = code == 2
+    ok = acc & pairs[0][1] & pairs[1][1]
+    gen_at, run_at = pairs[0][0][ok], pairs[1][0][ok]
+    line_ok = (line[ok] - line[run_at] <= _PAIR_WINDOW) & (line[ok] - line[gen_at] <= _PAIR_WINDOW)
+    return specmath.estimate_cycle_ms_mean_columns(
+        value[ok][line_ok] + bonus_offset, value[run_at][line_ok], value[gen_at][line_ok]
+    )

@@ -294,6 +294,23 @@ def column_of(points: Sequence[Point]) -> stats.Values:
     return [p.value for p in points]
 
 
+def columns_of(
+    points: Sequence[Point], codes: dict[str, int]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.float64]]:
+    """Source codes, lines and values of points as numpy columns (no `Point`s made of a
+    `PointList`). Sources are numbered in `codes`, which is extended with new names, so
+    that columns of several lists share one numbering."""
+    import numpy as np
+
+    if isinstance(points, PointList):
+        local = np.array([codes.setdefault(n, len(codes)) for n in points._names], np.int64)
+        src = local[points._sources] if len(local) else np.zeros(0, np.int64)
+        return src, points._lines.astype(np.int64), points._values
+    src = np.array([codes.setdefault(p.source, len(codes)) for p in points], np.int64)
+    lines = np.array([p.line for p in points], np.int64)
+    return src, lines, np.array([p.value for p in points], np.float64)
+
+
 def sources_of(points: Sequence[Point]) -> set[str]:
     """The sources the points were read from."""
     if isinstance(points, PointList):

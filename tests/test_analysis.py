@@ -268,3 +268,65 @@ def test_a_config_without_the_headline_metric_of_another(tmp_path: Path) -> None
     assert {r.config for r in a.runs} == {"b"}
     assert "throughput_tok_s" in a.configs[1].metrics
     assert "throughput_tok_s" not in a.configs[0].metrics
+
+
+def _pair_by_line(points_of, bonus):
+    """The pairing of `_estimate_cycle` as v0.1 wrote it, row by row: the reference."""
+    by_source: dict[str, list[tuple[int, int, str, float]]] = {}
+    for metric, rank in {"running_req": 0, "gen_throughput_tok_s": 0, "accept_len": 1}.items():
+        for p in points_of.get(("c", metric), []):
+            by_source.setdefault(p.source, []).append((p.line, rank, metric, p.value))
+    triples = []
+    for rows in by_source.values():
+        rows.sort()
+        last: dict[str, tuple[int, float]] = {}
+        for line, _, metric, value in rows:
+            if metric != "accept_len":
+                last[metric] = (line, value)
+                continue
+            run, gen = last.get("running_req"), last.get("gen_throughput_tok_s")
+            if run and gen and line - run[0] <= 3 and line - gen[0] <= 3:
+                triples.append((value + bonus, run[1], gen[1]))
+    from sessionlens.specmath import estimate_cycle_ms_mean
+
+    return estimate_cycle_ms_mean(triples)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_cycle_estimate_pairs_as_the_row_by_row_rule(seed: int) -> None:
+    """Random sources, lines (duplicates, gaps beyond the window, missing metrics) and
+    values (zeros, negatives): the column pairing gives the row-by-row value, for Point
+    lists and for PointLists."""
+    import random
+
+    import numpy as np
+
+    from sessionlens import group
+    from sessionlens.analysis import _estimate_cycle
+
+    rnd = random.Random(seed)
+    points: dict[tuple[str, str], list[group.Point]] = {}
+    for metric in ("running_req", "gen_throughput_tok_s", "accept_len"):
+        if rnd.random() < 0.05:
+            continue
+        rows = []
+        for _ in range(rnd.randrange(0, 60)):
+            value = rnd.choice([0.0, -1.0, rnd.uniform(0, 50), float(rnd.randrange(1, 9))])
+            rows.append(group.Point(value, rnd.choice("ab"), rnd.randrange(1, 40), None, None))
+        rows.sort(key=lambda p: (p.source, p.line))
+        points[("c", metric)] = rows
+    for bonus in (0.0, 1.0):
+        want = _pair_by_line(points, bonus)
+        assert _estimate_cycle("c", points, bonus) == want
+        packed = {}
+        for key, rows in points.items():
+            names = sorted({p.source for p in rows})
+            packed[key] = group.PointList(
+                np.array([p.value for p in rows], np.float64),
+                np.array([names.index(p.source) for p in rows], np.int32),
+                names,
+                np.array([p.line for p in rows], np.uint32),
+                None,
+                None,
+            )
+        assert _estimate_cycle("c", packed, bonus) == want

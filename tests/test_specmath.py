@@ -18,6 +18,7 @@ from sessionlens.specmath import (
     efficiency,
     estimate_cycle_ms,
     estimate_cycle_ms_mean,
+    estimate_cycle_ms_mean_columns,
     p_chain,
     p_unbounded,
     reachable,
@@ -119,6 +120,25 @@ def test_cycle_estimate_from_decode_intervals():
         pytest.approx((32.0 + 40.0) / 2)
     )
     assert estimate_cycle_ms_mean([]) is None
+
+
+_ANY = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([0.0, -0.0, 1.0, 2.5, 1e308, 5e-324, -3.0]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_ANY, _ANY, _ANY), max_size=40))
+def test_cycle_estimate_in_columns_is_the_scalar_one_bit_for_bit(rows):
+    import numpy as np
+
+    cols = [np.array([r[i] for r in rows], np.float64) for i in range(3)]
+    got = estimate_cycle_ms_mean_columns(*cols)
+    want = estimate_cycle_ms_mean(rows)
+    assert (got is None) == (want is None)
+    if want is not None:
+        assert got == want or (math.isnan(got) and math.isnan(want))
 
 
 def test_economics_warnings():

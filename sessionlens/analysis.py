@@ -389,6 +389,9 @@ class _Cell:
     stats: tuple[stats.LaunchStat, ...]
     outliers: tuple[int, ...]  # positions in the config's points, flagged within launches
     step: float | None
+    # (source, line, value) of each outlier, taken while the points are held: a summary
+    # then reads no key's values a second time
+    outlier_refs: tuple[tuple[str, int, float], ...] = ()
 
 
 def _cell(points: Sequence[group.Point], alpha: float, session: Session) -> _Cell:
@@ -404,7 +407,12 @@ def _cell(points: Sequence[group.Point], alpha: float, session: Session) -> _Cel
         names.append(lv.name)
         out.append(st)
         flagged.extend(int(lv.positions[i]) for i in st.outliers)
-    return _Cell(s, tuple(names), tuple(out), tuple(sorted(flagged)), stats.print_step(column))
+    outliers = tuple(sorted(flagged))
+    refs = []
+    for i in outliers:
+        p = points[i]
+        refs.append((p.source, p.line, p.value))
+    return _Cell(s, tuple(names), tuple(out), outliers, stats.print_step(column), tuple(refs))
 
 
 def _np() -> Any:
@@ -594,7 +602,6 @@ class _Levels:
         )
 
     def level_summary(self, key: Key) -> MetricSummary:
-        points = self.points(key) if (key[0], key[1]) in self.values else []
         cell, lv = self.cells[key], self.levels[key]
         s = cell.summary
         lo = hi = None
@@ -616,8 +623,8 @@ class _Levels:
             min=s.min,
             max=s.max,
             outliers=[
-                OutlierRef(source=points[i].source, line=points[i].line, value=points[i].value)
-                for i in cell.outliers
+                OutlierRef(source=src, line=line, value=value)
+                for src, line, value in cell.outlier_refs
             ],
             unit=metrics.get(key[1]).unit,
             warnings=list(dict.fromkeys(warnings)),

@@ -1322,41 +1322,32 @@ def _estimate_cycle(
 ) -> float | None:
     """c ≈ 1000·L·R/G per interval (DESIGN §6), L counting the bonus token.
 
-    Each source's `running_req`, `gen_throughput_tok_s` and `accept_len` values in line
-    order (on one line the first two before `accept_len`); an `accept_len` value is paired
-    with the last value of each of the others before it, when both lie within
-    `_PAIR_WINDOW` lines. In columns: a day-long log holds millions of intervals."""
+    An `accept_len` value is paired with the last `running_req` and the last
+    `gen_throughput_tok_s` value of its source at or before its line (of several on one
+    line, the largest: the order of (line, value)), when both lie within `_PAIR_WINDOW`
+    lines. In columns, by binary search: a day-long log holds millions of intervals."""
     import numpy as np
 
-    names: dict[str, int] = {}
-    cols: list[tuple[Any, ...]] = []
-    # (metric code, its rank on a line): sorted as (line, rank, metric name, value)
-    for code, (metric, rank) in enumerate(
-        (("gen_throughput_tok_s", 0), ("running_req", 0), ("accept_len", 1))
-    ):
+    codes: dict[str, int] = {}
+    found = []
+    for metric in ("accept_len", "running_req", "gen_throughput_tok_s"):
         points = values.get((name, metric))
         if not points:
-            if metric == "accept_len":
-                return None
-            continue
-        src, lines, vals = group.columns_of(points, names)
-        n = len(vals)
-        cols.append((src, lines, np.full(n, rank, np.int8), np.full(n, code, np.int8), vals))
-    if len(cols) < 3:
-        return None
-    src, line, rank, code, value = (np.concatenate(c) for c in zip(*cols, strict=True))
-    order = np.lexsort((value, code, rank, line, src))
-    src, line, code, value = src[order], line[order], code[order], value[order]
-    at = np.arange(len(order))
-    pairs = {}
-    for c in (0, 1):  # the last row of metric c at or before each row
-        last = np.maximum.accumulate(np.where(code == c, at, -1))
-        same = (last >= 0) & (src[np.maximum(last, 0)] == src)
-        pairs[c] = (np.where(same, last, -1), same)
-    acc = code == 2
-    ok = acc & pairs[0][1] & pairs[1][1]
-    gen_at, run_at = pairs[0][0][ok], pairs[1][0][ok]
-    line_ok = (line[ok] - line[run_at] <= _PAIR_WINDOW) & (line[ok] - line[gen_at] <= _PAIR_WINDOW)
+            return None
+        src, lines, vals = group.columns_of(points, codes)
+        found.append((src << 32 | lines, lines, vals))  # lines are below 2**32
+    (key, line, accept), *others = found
+    ok = np.ones(len(key), np.bool_)
+    paired = []
+    for o_key, o_line, o_vals in others:
+        order = np.lexsort((o_vals, o_key))  # by (source, line), then value: the last wins
+        o_key, o_line, o_vals = o_key[order], o_line[order], o_vals[order]
+        at = np.searchsorted(o_key, key, side="right") - 1
+        seen = at >= 0
+        at = np.maximum(at, 0)
+        ok &= seen & (o_key[at] >> 32 == key >> 32) & (line - o_line[at] <= _PAIR_WINDOW)
+        paired.append((o_vals, at))
+    (run, run_at), (gen, gen_at) = paired
     return specmath.estimate_cycle_ms_mean_columns(
-        value[ok][line_ok] + bonus_offset, value[run_at][line_ok], value[gen_at][line_ok]
+        accept[ok] + bonus_offset, run[run_at[ok]], gen[gen_at[ok]]
     )

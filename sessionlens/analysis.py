@@ -634,7 +634,7 @@ class _Levels:
         )
 
 
-def analyze(session: Session) -> Analysis:
+def analyze(session: Session, *, consume: bool = False) -> Analysis:
     """Statistics, verdicts and economics of a loaded session (`load_session`), as the
     `Analysis` pydantic model, which is the JSON report's contract (DESIGN §7): per-config
     and per-load-point statistics on launches, comparisons with the baseline, a verdict per
@@ -642,18 +642,23 @@ def analyze(session: Session) -> Analysis:
     speculative-decoding economics. Fields that cannot be computed are None, with the reason
     in the report's notes or diagnostics. Pure: nothing is read or written.
 
+    With `consume`, a big session's sample table is let go of as its values are read
+    (`SampleColumns.drain`), so that a day-long log's samples are not held twice: the
+    session's `samples` are then empty. For a caller done with them (`sessionlens report`).
+
     Raises `ManifestError` when a hypothesis' `at` names no single load point, and
     `UsageError` for a command-line hypothesis that cannot be judged as written.
     """
     # the metrics asked for again after their summaries (comparisons, economics, claims)
     keep = _ASKED_AGAIN | {h.metric for h in session.hypotheses}
-    values = group.values_by_config(session, keep=keep)
+    big = len(session.columns) > _PARALLEL_FROM  # counted before `consume` drains it
+    values = group.values_by_config(session, keep=keep, consume=consume)
     names = [c.name for c in session.configs]
     settings = {c.name: session.config_settings(c.name) for c in session.configs}
     diags: list[dg.Diagnostic] = list(session.diagnostics)
     alpha = session.alpha
 
-    cells, parts = _cells(values, alpha, len(session.columns) > _PARALLEL_FROM, session)
+    cells, parts = _cells(values, alpha, big, session)
     lv = _Levels(cells, parts, values, session)
     capacities = _capacities(lv, session)
     configs: list[ConfigResult] = []

@@ -660,7 +660,7 @@ def check_report(rep: Committed, scope: _Scope) -> CheckResult:
             Finding(shown, "no sample can be read from its session anymore", "unreadable-session")
         )
         return result
-    analysis = analyze(session)
+    analysis = analyze(session, consume=True)  # its samples are not used again
     ref = Path(os.path.relpath(rep.session_dir, rep.path.parent)).as_posix()
     fresh_md = render_report(analysis, "md", ref)
     result.findings.extend(_compare_md(shown, committed_md, fresh_md))

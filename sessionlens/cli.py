@@ -403,7 +403,7 @@ def report_cmd(
     if not quiet:
         for d in session.notices:  # files that are no inputs, named (not in the report)
             _err(str(d))
-    analysis = analyze(session)
+    analysis = analyze(session, consume=True)  # the samples are not used again
     text = render_report(analysis, kind, session_ref(logdir, out))
     if out is not None:
         _output.write_atomic(out, text)

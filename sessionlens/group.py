@@ -324,7 +324,7 @@ def sources_of(points: Sequence[Point]) -> set[str]:
 HOLD_ALL_ROWS = 1 << 20
 
 
-def values_by_config(session: Session, keep: Collection[str] = ()) -> Values:
+def values_by_config(session: Session, keep: Collection[str] = (), consume: bool = False) -> Values:
     """Values per (config, metric) in file order, DP groups combined per timestamp.
 
     Works on the packed sample table (strings as categoricals, never as string columns),
@@ -335,6 +335,11 @@ def values_by_config(session: Session, keep: Collection[str] = ()) -> Values:
     a day-long log are not held a second time next to the table; those of the metrics in
     `keep` are kept once read (the caller asks for them again), the others read again if
     asked again. Below it every key's values are read in one pass (faster).
+
+    With `consume`, a big table is drained instead (`SampleColumns.drain`): one pass puts
+    each part's rows under their key and lets the part go, then each key's values are
+    made (DP groups combined) and its rows let go. Every key's values are then held, and
+    the table is empty: for a caller done with the session's samples.
     """
     import polars as pl
 
@@ -352,6 +357,8 @@ def values_by_config(session: Session, keep: Collection[str] = ()) -> Values:
     frames: Iterable[pl.DataFrame]
     multi = bool(ranks.height and int(ranks["rank"].max()) > 1)  # type: ignore[arg-type]
     if len(columns) > HOLD_ALL_ROWS:
+        if consume:
+            return _drained(columns, multi)
         return _ByKey(columns, frozenset(keep), combine=multi)
     if not multi:
         frames = columns.frames(categorical=True)  # part by part: memory stays small
@@ -418,26 +425,88 @@ class _ByKey(Mapping[tuple[str, str], PointList]):
                 raise KeyError(key)
             config, metric = key
             rows = (pl.col("config") == config) & (pl.col("metric") == metric)
-            gathered = _Gathered()  # part by part: the key's rows are not copied into one frame
             wanted = [*_POINT, "config", "metric", "ts", "rank"] if self._combine else _POINT
             with self._reading:
                 parts = pl.collect_all([lf.filter(rows).select(wanted) for lf in self._parts])
-                if self._combine:
-                    frame = pl.concat([p for p in parts if p.height] or parts[:1])
-                    got_key = _combine_key(frame, metric)
-                    if got_key is None:  # values `_combine_key` does not sum as polars does
-                        keyed = pl.col("ts").is_not_null() & pl.col("rank").is_not_null()
-                        got_key = _combine(frame.with_row_index("_order"), keyed)
-                    parts = [got_key]
-                for part in parts:
-                    if part.height:
-                        gathered.add(part)
-            got = gathered.points()
+                got = _key_points(parts, metric, self._combine)
         with self._lock:  # keys may be asked for from two threads (`analysis._summaries`)
             for k in [k for k in self._kept if k != key and k[1] not in self._keep]:
                 del self._kept[k]
             self._kept[key] = got
         return got
+
+
+def _key_points(parts: list[pl.DataFrame], metric: str, combine: bool) -> PointList:
+    """One key's values from its rows in parts (in order; the columns of `_POINT`, and with
+    `combine` those `_combine` needs), DP groups combined when asked."""
+    import polars as pl
+
+    if combine:
+        frame = pl.concat([p for p in parts if p.height] or parts[:1], how="vertical_relaxed")
+        got_key = _combine_key(frame, metric)
+        if got_key is None:  # values `_combine_key` does not sum as polars does
+            keyed = pl.col("ts").is_not_null() & pl.col("rank").is_not_null()
+            got_key = _combine(frame.with_row_index("_order"), keyed)
+        parts = [got_key]
+    gathered = _Gathered()  # part by part: the key's rows are not copied into one frame
+    for part in parts:
+        if part.height:
+            gathered.add(part)
+    return gathered.points()
+
+
+def _drained(columns: SampleColumns, combine: bool) -> dict[tuple[str, str], PointList]:
+    """Every key's values of a table drained part by part (`values_by_config`'s
+    `consume`). A part's rows are split by key with only their own columns (what all rows
+    share is added when the key is read, one key at a time), so the rows held between
+    the drain and the keys' values take no more room than the table did."""
+    own = ["value", "line", "run", "block", *(("ts", "rank") if combine else ())]
+    held: dict[tuple[str, str], list[tuple[str | None, tuple[str | None] | None, pl.DataFrame]]]
+    held = {}
+    for config, source, rank, part in columns.drain():
+        cols = [c for c in own if c in part.columns]
+        by = ["metric"] if config is not None else ["config", "metric"]
+        if source is None:
+            cols.append("source")
+        if config is None:
+            cols.append("config")
+        for sub in part.select([*cols, "metric"]).partition_by(by, maintain_order=True):
+            name = config if config is not None else str(sub["config"][0])
+            key = (name, str(sub["metric"][0]))
+            held.setdefault(key, []).append((source, rank, sub.drop(by)))
+        del part
+    out: dict[tuple[str, str], PointList] = {}
+    for key in list(held):
+        config, metric = key
+        parts = [_widened(config, metric, *p, combine) for p in held.pop(key)]
+        out[key] = _key_points(parts, metric, combine)
+    return out
+
+
+def _widened(
+    config: str,
+    metric: str,
+    source: str | None,
+    rank: tuple[str | None] | None,
+    sub: pl.DataFrame,
+    combine: bool,
+) -> pl.DataFrame:
+    """A drained key's rows with the columns `_key_points` reads: the shared ones as
+    categoricals, `block` and `run` as nulls where the part held none."""
+    import polars as pl
+
+    cat = pl.Categorical
+    add = [pl.lit(None, pl.Int32).alias(c) for c in ("run", "block") if c not in sub.columns]
+    if source is not None:
+        add.append(pl.lit(source, pl.String).cast(cat).alias("source"))
+    if combine:
+        add += [
+            pl.lit(config, pl.String).cast(cat).alias("config"),
+            pl.lit(metric, pl.String).cast(cat).alias("metric"),
+        ]
+        if rank is not None:
+            add.append(pl.lit(rank[0], pl.String).cast(cat).alias("rank"))
+    return sub.with_columns(add) if add else sub
 
 
 def _batched(frames: Iterable[pl.DataFrame], rows: int = 1 << 20) -> Iterator[pl.DataFrame]:

@@ -584,6 +584,28 @@ class SampleColumns:
             out.append(lf.select(cols))
         return out
 
+    def drain(self) -> Iterator[Drained]:
+        """Every row once, part by part in order, each part let go of as it is handed out:
+        the table is empty afterwards (its launches and loads stay). For a reader that
+        needs the rows once and keeps what it makes of them (`analyze(..., consume=True)`),
+        so that a day-long log's table is not held beside it. A part comes with its
+        columns as stored (narrow integers, strings as categoricals, `block` and `run`
+        only where some row has one) and what all its rows share, held once."""
+        self._pack()
+        self._join(self._run_from)
+        parts, keys = self._parts, self._part_keys
+        self._parts, self._part_keys = [], []
+        self._run_from = self._run_rows = 0
+        parts.reverse()
+        keys.reverse()
+        while parts:
+            part, key = parts.pop(), keys.pop()
+            if key is None:
+                yield Drained(None, None, None, part)
+            else:
+                yield Drained(key.config, key.source, key.rank, part)
+            del part
+
     def frame(self) -> pl.DataFrame:
         """The tidy table of DESIGN §3 as a polars DataFrame."""
         return self.lazy().collect()
@@ -592,6 +614,17 @@ class SampleColumns:
         """Write the tidy table as Parquet to a path or a binary file, streamed part by part
         (the string columns are never built for the whole table at once)."""
         self.lazy().sink_parquet(target)
+
+
+class Drained(NamedTuple):
+    """A part of a drained table (`SampleColumns.drain`): its rows, and the config, source
+    and rank all of them share where the part holds no such column (None: it holds it;
+    `rank` is a 1-tuple of the shared rank)."""
+
+    config: str | None
+    source: str | None
+    rank: tuple[str | None] | None
+    frame: pl.DataFrame
 
 
 class _PartKey(NamedTuple):

@@ -506,7 +506,8 @@ def _widened(
         ]
         if rank is not None:
             add.append(pl.lit(rank[0], pl.String).cast(cat).alias("rank"))
-    return sub.with_columns(add) if add else sub
+    order = [*_POINT, *(("config", "metric", "ts", "rank") if combine else ())]
+    return sub.with_columns(add).select(order)  # one column order: the parts are joined
 
 
 def _batched(frames: Iterable[pl.DataFrame], rows: int = 1 << 20) -> Iterator[pl.DataFrame]:

@@ -135,3 +135,58 @@ def test_values_combined_by_polars_where_numpy_might_not_agree(
     ]
     frame = cols.lazy(categorical=True).collect()
     assert group._combine_key(frame, "running_req") is None
+
+
+def _drained_alike(session: Any, at_once: Any) -> None:
+    """A table drained (`consume`) gives the values read at once, and is then empty."""
+    drained = group.values_by_config(session, consume=True)
+    assert isinstance(drained, dict)
+    assert list(drained) == list(at_once)
+    for key, pts in at_once.items():
+        assert [(p.value, p.source, p.line, p.run, p.block) for p in drained[key]] == [
+            (p.value, p.source, p.line, p.run, p.block) for p in pts
+        ], key
+    assert len(session.columns) == 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_drained_table_gives_the_values_read_at_once(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parts with a shared rank and with a rank column, rows added one by one (a part
+    holding config and source), three sources of two configs, DP groups combined."""
+    rng = random.Random(seed)
+    monkeypatch.setattr(model, "_JOIN_ROWS", rng.choice([50, 1000, 1 << 18]))
+    monkeypatch.setattr(model, "_PACK_ROWS", rng.choice([7, 1 << 16]))
+    cols = SampleColumns()
+    for config, source, ranks in (
+        ("c1", "a.log", ["DP0 TP0", "DP1 TP1", "DP2 TP2"]),
+        ("c1", "b.log", ["TP0"]),
+        ("c2", "c.log", [None]),
+    ):
+        rows = _log(rng, list(ranks), 150)
+        cut = rng.randrange(1, len(rows))
+        cols.add_batch(config, source, _batch(rows[:cut]))
+        for s in rows[cut : cut + 40]:
+            cols.add(config, source, s)
+        cols.add_batch(config, source, _batch(rows[cut + 40 :]))
+    session: Any = _Session(cols)
+    at_once = group.values_by_config(session)
+    monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+    _drained_alike(session, at_once)
+
+
+def test_a_drained_session_analyses_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The example session, analysed with its table drained and read key by key: the same
+    JSON report, and the session's samples are gone afterwards."""
+    from sessionlens import analyze
+    from sessionlens.session import load_session
+
+    where = Path(__file__).resolve().parent.parent / "fixtures" / "sessions"
+    for name in ("eagle3-attention-mode", "sweep-attention-backends"):
+        want = analyze(load_session(where / name)).model_dump_json()
+        monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+        session = load_session(where / name)
+        assert analyze(session, consume=True).model_dump_json() == want
+        assert session.samples.height == 0
+        monkeypatch.undo()

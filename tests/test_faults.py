@@ -41,6 +41,13 @@ OLD = "an existing report that must survive\n"
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
 
 
+def _as_at_a_terminal() -> None:
+    """SIGINT handled as at a terminal, in a child about to be interrupted: a test run
+    started in the background by a shell inherits it ignored, and sessionlens (rightly)
+    keeps ignored a signal it finds ignored."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     code = main(list(args))
     out, err = capsys.readouterr()
@@ -562,6 +569,17 @@ def test_signal_while_writing_removes_the_temp_file(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A real SIGINT delivered between two writes of the output: exit 130, nothing half-written."""
+    # as at a terminal (see `_as_at_a_terminal`)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _interrupt_a_write(capsys, tmp_path, monkeypatch)
+    finally:
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
+
+
+def _interrupt_a_write(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     session = make_session(tmp_path / "s")
     out = tmp_path / "report.html"
     out.write_text(OLD)
@@ -610,6 +628,7 @@ def test_signal_mid_report_exits_130_and_leaves_nothing(tmp_path: Path, signum: 
         stderr=subprocess.PIPE,
         text=True,
         env=ENV,
+        preexec_fn=_as_at_a_terminal,
     )
     try:
         deadline = time.monotonic() + 60
@@ -903,7 +922,13 @@ def test_sigint_stops_a_blocked_open_or_write(tmp_path: Path, where: str) -> Non
     if where != "stdout-nobody-reads":
         command += ["--out", str(fifo)]
     reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK) if where == "fifo-nobody-reads" else -1
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=ENV,
+        preexec_fn=_as_at_a_terminal,
+    )
     try:
         _wait_until_idle(proc)
         proc.send_signal(signal.SIGINT)

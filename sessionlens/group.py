@@ -459,7 +459,8 @@ def _drained(columns: SampleColumns, combine: bool) -> dict[tuple[str, str], Poi
     """Every key's values of a table drained part by part (`values_by_config`'s
     `consume`). A part's rows are split by key with only their own columns (what all rows
     share is added when the key is read, one key at a time), so the rows held between
-    the drain and the keys' values take no more room than the table did."""
+    the drain and the keys' values hold no more bytes a row than the table did (the
+    allocator may keep a freed part's pages a while: RSS can rise above the table)."""
     own = ["value", "line", "run", "block", *(("ts", "rank") if combine else ())]
     held: dict[tuple[str, str], list[tuple[str | None, tuple[str | None] | None, pl.DataFrame]]]
     held = {}

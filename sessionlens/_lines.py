@@ -60,10 +60,12 @@ _MAGIC = (
     (b"BZh", "a bzip2 archive"),
 )
 
-# ANSI: full CSI sequences with ESC; without ESC only the SGR form `[..m` that pastes keep.
-# (Patterns in the syntax both Python's `re` and polars' Rust regex read.)
+# ANSI: full CSI sequences with ESC; without ESC only the SGR form `[..m` that pastes keep,
+# with a number first (`[0m`, `[1;36m`): a bare `[m` is the start of vLLM's `[metrics.py:96]`
+# on every SpecDecoding line far more often than a reset that lost its ESC. (Patterns in
+# the syntax both Python's `re` and polars' Rust regex read: no look-ahead.)
 ANSI_ESC_RX = r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07|\x1b[()][A-Z0-9]|\x1b[=>]"
-ANSI_BARE_RX = r"\[[0-9;]{0,12}m"
+ANSI_BARE_RX = r"\[[0-9][0-9;]{0,11}m"
 _ANSI_ESC = re.compile(ANSI_ESC_RX)
 _ANSI_BARE = re.compile(ANSI_BARE_RX)
 # What `clean` does to a line that holds none of `CLEAN_HARD_RX` (no `\r`, quote or fence

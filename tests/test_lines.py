@@ -49,6 +49,14 @@ def test_last_line_without_newline_is_cut() -> None:
         ("**Mean TTFT (ms):** 3.20", "Mean TTFT (ms): 3.20"),
         ("tp_size=10**10**10, x=2**3", "tp_size=10**10**10, x=2**3"),  # inside values
         ("[2025-01-01 10:00:00 TP0] Decode", "[2025-01-01 10:00:00 TP0] Decode"),
+        # a bracket opening a word is no colour code that lost its ESC: vLLM prints
+        # `[metrics.py:96]` on every SpecDecoding line
+        (
+            "INFO 11-14 09:05:28 [metrics.py:96] SpecDecoding",
+            "INFO 11-14 09:05:28 [metrics.py:96] SpecDecoding",
+        ),
+        ("[model_runner.py:1] [main] [m]", "[model_runner.py:1] [main] [m]"),
+        ("[90m[metrics.py:120][0m Spec", "[metrics.py:120] Spec"),
     ],
 )
 def test_clean(raw: str, clean: str) -> None:

@@ -550,6 +550,11 @@ class SampleColumns:
         With `categorical` (the analysis' own reads) the strings stay categoricals and the
         stored columns are all there is; without it (the table as given out) each row's
         `launch` and `load` are added."""
+        return self._lazy_parts(categorical=categorical, tidy=not categorical)
+
+    def _lazy_parts(self, *, categorical: bool, tidy: bool) -> list[pl.LazyFrame]:
+        """`lazy_parts`, the strings as categoricals or not, with `launch` and `load`
+        (`tidy`) or not."""
         import polars as pl
 
         self._join(self._run_from)
@@ -575,11 +580,11 @@ class SampleColumns:
                 else pl.lit(None, schema[name]).alias(name)
                 for name in SAMPLE_COLUMNS
             ]
-            if not categorical:
+            if tidy:
                 source = None if key is None else key.source
                 cols[7:7] = [
-                    _launch_expr(self._launches, source).alias("launch"),
-                    _load_expr(self._loads, source).alias("load"),
+                    _launch_expr(self._launches, source).cast(text).alias("launch"),
+                    _load_expr(self._loads, source).cast(text).alias("load"),
                 ]
             out.append(lf.select(cols))
         return out
@@ -612,8 +617,32 @@ class SampleColumns:
 
     def write_parquet(self, target: str | Path | BinaryIO) -> None:
         """Write the tidy table as Parquet to a path or a binary file, streamed part by part
-        (the string columns are never built for the whole table at once)."""
-        self.lazy().sink_parquet(target)
+        (the string columns are never built for the whole table at once).
+
+        The strings are written from their categoricals, as dictionary pages (no string is
+        made and hashed again per row), and the file's Arrow schema, which would have
+        readers give them back as categoricals, is then left out: every reader reads the
+        Parquet types, strings (`_parquet.without_arrow_schema`)."""
+        import io
+
+        import polars as pl
+
+        from . import _parquet
+
+        parts = self._lazy_parts(categorical=True, tidy=True)
+        buf = io.BytesIO()
+        (parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")).sink_parquet(buf)
+        try:
+            data = _parquet.without_arrow_schema(buf.getvalue())
+        except ValueError:  # a footer this reader does not know: written as strings
+            buf = io.BytesIO()
+            self.lazy().sink_parquet(buf)
+            data = buf.getvalue()
+        del buf
+        if isinstance(target, (str, Path)):
+            Path(target).write_bytes(data)
+        else:
+            target.write(data)
 
 
 class Drained(NamedTuple):

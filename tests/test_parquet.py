@@ -1,0 +1,137 @@
+"""The Parquet footer without its Arrow schema (`_parquet`), and the table written that way."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import struct
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+from sessionlens import _parquet
+from sessionlens.model import Sample, SampleColumns
+
+TEXT = st.one_of(st.none(), st.text(max_size=12))
+
+
+def _written(frame: pl.DataFrame, **kw: object) -> bytes:
+    buf = io.BytesIO()
+    frame.write_parquet(buf, **kw)  # type: ignore[arg-type]
+    return buf.getvalue()
+
+
+def _metadata(data: bytes) -> dict[str, str]:
+    return pl.read_parquet_metadata(io.BytesIO(data))
+
+
+def _as_categoricals(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(pl.col(pl.String).cast(pl.Categorical))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(TEXT, TEXT, st.one_of(st.none(), st.floats()), st.integers(-9, 9))),
+)
+def test_categoricals_come_back_as_the_strings(rows: list[tuple[object, ...]]) -> None:
+    frame = pl.DataFrame(
+        rows,
+        schema={"a": pl.String, "b": pl.String, "v": pl.Float64, "n": pl.Int64},
+        orient="row",
+    )
+    raw = _written(_as_categoricals(frame))
+    assert pl.read_parquet(io.BytesIO(raw)).schema["a"] == pl.Categorical  # what it fixes
+    data = _parquet.without_arrow_schema(raw)
+    assert "ARROW:schema" not in _metadata(data)
+    assert_frame_equal(pl.read_parquet(io.BytesIO(data)), frame)
+    assert _parquet.without_arrow_schema(data) == data  # nothing left to take out
+
+
+@pytest.mark.parametrize("entries", [1, 14, 15, 40])
+def test_other_metadata_is_kept(entries: int) -> None:
+    frame = _as_categoricals(pl.DataFrame({"a": ["x", None, "y"], "v": [1.0, 2.0, 3.0]}))
+    mine = {f"key-{i}": f"value {i}" for i in range(entries)}
+    data = _parquet.without_arrow_schema(_written(frame, metadata=mine))
+    assert _metadata(data) == mine
+    assert pl.read_parquet(io.BytesIO(data))["a"].to_list() == ["x", None, "y"]
+
+
+def test_only_the_footer_changes() -> None:
+    frame = _as_categoricals(pl.DataFrame({"a": ["p", "q"] * 500, "v": range(1000)}))
+    raw = _written(frame)
+    data = _parquet.without_arrow_schema(raw)
+    (size,) = struct.unpack("<i", raw[-8:-4])
+    body = len(raw) - 8 - size
+    assert data[:body] == raw[:body]  # the data pages, byte for byte
+    assert len(data) < len(raw)
+
+
+def test_a_damaged_file_is_a_value_error() -> None:
+    raw = _written(_as_categoricals(pl.DataFrame({"a": ["x", "y"], "v": [1.0, 2.0]})))
+    (size,) = struct.unpack("<i", raw[-8:-4])
+    body = len(raw) - 8 - size
+    for data in (b"", b"PAR1", raw[:-1], b"XXXX" + raw[4:], raw[:-8] + struct.pack("<i", len(raw))):
+        with pytest.raises(ValueError, match="Parquet"):
+            _parquet.without_arrow_schema(data)
+    bad: list[bytes] = []
+    # a footer cut anywhere, its length still saying the whole
+    for cut in range(body + 1, len(raw) - 8):
+        bad.append(raw[:body] + raw[body:cut] + raw[-8:])
+    # every footer byte set to a value that changes what it says
+    for at in range(body, len(raw) - 8):
+        for byte in (0x00, 0x0F, 0xFF):
+            bad.append(raw[:at] + bytes([byte]) + raw[at + 1 :])
+    for data in bad:  # ValueError is the only failure it may have (then strings are written)
+        with contextlib.suppress(ValueError):
+            _parquet.without_arrow_schema(data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200))
+def test_any_bytes_give_a_file_or_a_value_error(junk: bytes) -> None:
+    data = b"PAR1" + junk + struct.pack("<i", len(junk)) + b"PAR1"
+    with contextlib.suppress(ValueError):
+        _parquet.without_arrow_schema(data)
+
+
+def _table() -> SampleColumns:
+    cols = SampleColumns()
+    for i in range(50):
+        s = Sample(
+            metric=("gen_throughput_tok_s", "running_req")[i % 2],
+            value=i / 3,
+            line=i + 1,
+            block=None if i % 4 else i,
+            run=None,
+            rank=None if i % 5 == 0 else f"TP{i % 3}",
+            ts=f"2026-01-01 10:00:{i % 60:02d}",
+        )
+        cols.add("cfg", "a.log", s)
+    cols.set_launches({"a.log": [(0, "a.log#1"), (25, "a.log#2")]})
+    cols._pack()  # a packed part, as a parser's batches are held
+    return cols
+
+
+def test_the_table_reads_back_as_strings() -> None:
+    cols = _table()
+    buf = io.BytesIO()
+    cols.write_parquet(buf)
+    data = buf.getvalue()
+    assert "ARROW:schema" not in _metadata(data)
+    back = pl.read_parquet(io.BytesIO(data))
+    assert_frame_equal(back, cols.frame())
+    assert back["launch"].to_list()[23:25] == ["a.log#1", "a.log#2"]
+
+
+def test_a_footer_it_cannot_read_gives_strings_still(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unknown(data: bytes) -> bytes:
+        raise ValueError("a footer this reader does not know")
+
+    monkeypatch.setattr(_parquet, "without_arrow_schema", unknown)
+    cols = _table()
+    buf = io.BytesIO()
+    cols.write_parquet(buf)
+    assert_frame_equal(pl.read_parquet(io.BytesIO(buf.getvalue())), cols.frame())

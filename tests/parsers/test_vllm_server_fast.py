@@ -343,3 +343,33 @@ def test_a_layout_reads_its_own_line() -> None:
     assert line[layout.ts[0] : layout.ts[1]] == "12-05 09:14:02"
     assert layout.idle is not None
     assert layout.kv
+
+
+@pytest.mark.parametrize(
+    ("line", "first"),
+    [
+        (
+            "(APIServer pid=1) INFO 12-05 09:14:02 [loggers.py:236] Engine 001: Avg prompt "
+            "throughput: 5120.0 tokens/s, Avg generation throughput: 1875.3 tokens/s, Running: 96 "
+            "reqs, Waiting: 12 reqs, GPU KV cache usage: 91.4%, Prefix cache hit rate: 12.0%",
+            "5120.0",
+        ),
+        (
+            "(APIServer pid=1) INFO 11-14 09:00:13 [metrics.py:96] SpecDecoding metrics: Mean "
+            "acceptance length: 3.02, Accepted throughput: 135.60 tokens/s, Drafted throughput: "
+            "201.60 tokens/s, Accepted: 1356 tokens, Drafted: 2016 tokens, Per-position "
+            "acceptance rate: 0.870, 0.656, 0.492, Avg Draft acceptance rate: 67.3%",
+            "3.02",
+        ),
+    ],
+)
+def test_a_layout_reads_from_its_first_value(line: str, first: str) -> None:
+    """The numbers of the prefix (pid, date, source line, engine) are not read: the values
+    start at a place the layout pins, and are numbered as in the whole line."""
+    layout = F._learn(line)
+    assert layout is not None
+    assert line[layout.lead :].startswith(first)
+    nums = F._NUM.findall(line)
+    assert nums[layout.skip] == first
+    assert layout.skip >= 6  # pid, month, day, hours, minutes, seconds at least
+    assert min(o.num for o in layout.outputs) == layout.skip

@@ -122,6 +122,10 @@ class _Layout:
     drafted: int = -1
     positions: tuple[int, ...] = ()
     era: bool = False
+    # where the first value stands (all before it has a pinned width), and the numbers
+    # before it: they are not read (none is a value, a rank or an idle mark)
+    lead: int = 0
+    skip: int = 0
 
 
 # ---------------------------------------------------------------------- learning
@@ -236,6 +240,9 @@ def _learn(text: str) -> _Layout | None:
             ),
             era=_era(text, body),
         )
+    # the numbers before the first one read need not be read
+    skip = min(value_nums | {o.num for o in outputs} | set(layout.idle or ()))
+    layout = replace(layout, lead=nums[skip].start(), skip=skip)
     # ... and the learned line itself reads as the layout reads it
     records, _ = _read_alone(text)
     values = [float(n.group()) for n in nums]
@@ -546,9 +553,10 @@ class ChunkRun:
             rows = read[self.layout[read] == li]
             cols: dict[str, pl.Expr] = {
                 "v": pl.col("t")
+                .str.slice(lay.lead)
                 .str.extract_all(_NUM.pattern)
                 .list.eval(pl.element().cast(pl.Float64))
-                .list.to_array(lay.nums)
+                .list.to_array(lay.nums - lay.skip)
             }
             if lay.ts is not None:
                 cols["ts"] = pl.col("t").str.slice(lay.ts[0], lay.ts[1] - lay.ts[0])
@@ -556,7 +564,12 @@ class ChunkRun:
                 cols["rank"] = pl.col("t").str.slice(lay.rank[0], lay.rank[1] - lay.rank[0])
             got = self.t.gather(rows).to_frame("t").select(**cols)
             self.rows[li] = rows
-            self.values[li] = got["v"].to_numpy()
+            values = got["v"].to_numpy()
+            if lay.skip:  # numbered as in the whole line (the numbers not read are 0)
+                whole = np.zeros((len(rows), lay.nums), np.float64)
+                whole[:, lay.skip :] = values
+                values = whole
+            self.values[li] = values
             self.kind[rows] = lay.kind
             if lay.ts is not None:
                 self.ts[li] = got["ts"]

@@ -545,7 +545,7 @@ class ChunkRun:
         self.rows: dict[int, npt.NDArray[np.int64]] = {}
         self.values: dict[int, npt.NDArray[np.float64]] = {}
         self.ts: dict[int, pl.Series] = {}
-        self.ranks: dict[int, list[str]] = {}
+        self.ranks: dict[int, pl.Series] = {}  # strings
         read = np.flatnonzero(self.layout >= 0)
         self.kind = np.full(self.n, -1, np.int8)
         for li in np.unique(self.layout[read]).tolist():
@@ -574,7 +574,7 @@ class ChunkRun:
             if lay.ts is not None:
                 self.ts[li] = got["ts"]
             if lay.rank is not None:
-                self.ranks[li] = got["rank"].to_list()
+                self.ranks[li] = got["rank"]
         # each engine line's rank (an index into `rank_names`) and whether it is idle, in
         # line order
         self.rank_names: list[str | None] = [None]
@@ -587,10 +587,12 @@ class ChunkRun:
             names = self.ranks.get(li)
             if names is None:
                 rank_.append(np.zeros(len(rows), np.int64))
-            else:
-                for name in dict.fromkeys(names):
+            else:  # a few names: each row's code looked up by polars
+                seen = names.unique(maintain_order=True).to_list()
+                for name in seen:
                     codes.setdefault(name, len(codes))
-                rank_.append(np.array([codes[x] for x in names], np.int64))
+                mine = {name: codes[name] for name in seen}
+                rank_.append(names.replace_strict(mine, return_dtype=pl.Int64).to_numpy())
             if lay.idle is None:
                 idle_.append(np.zeros(len(rows), np.bool_))
             else:
@@ -770,14 +772,14 @@ class ChunkRun:
             keep = ~self.dropped[rows] & (rows < upto)
             rank: pl.Series | None = None
             if lay.kind == _SPEC:
-                names, idle = self._spec_state(rows)
+                names, code, idle = self._spec_state(rows)
                 keep &= ~idle
-                rank = pl.Series(names, dtype=pl.String)
+                rank = pl.Series(names, dtype=pl.String).gather(code)
             else:
                 if lay.idle is not None:
                     keep &= ~(values[:, list(lay.idle)] == 0).all(axis=1)
                 if li in self.ranks:
-                    rank = pl.Series(self.ranks[li], dtype=pl.String)
+                    rank = self.ranks[li]
             sel = np.flatnonzero(keep)
             if len(sel) == 0:
                 continue
@@ -852,10 +854,10 @@ class ChunkRun:
 
     def _spec_state(
         self, rows: npt.NDArray[np.int64]
-    ) -> tuple[list[str | None], npt.NDArray[np.bool_]]:
+    ) -> tuple[list[str | None], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
         """The engine and idle state spec rows are read in: that of the engine line before
         each (read in bulk), or the reader's after the fed row before it, whichever is
-        later."""
+        later. The engines as names and each row's index into them."""
         import numpy as np
 
         kept = ~self.dropped[self.engine_rows]
@@ -873,7 +875,7 @@ class ChunkRun:
             at = np.maximum(at_e, 0)
             rank = np.where(bulk, self.engine_rank[kept][at], rank)
             idle = np.where(bulk, self.engine_idle[kept][at], idle)
-        return [names[c] for c in rank.tolist()], idle
+        return names, rank, idle
 
 
 def _inferred(

@@ -436,14 +436,16 @@ class _ByKey(Mapping[tuple[str, str], PointList]):
         return got
 
 
-def _key_points(parts: list[pl.DataFrame], metric: str, combine: bool) -> PointList:
+def _key_points(
+    parts: list[pl.DataFrame], metric: str, combine: bool, cache: _GroupCache | None = None
+) -> PointList:
     """One key's values from its rows in parts (in order; the columns of `_POINT`, and with
     `combine` those `_combine` needs), DP groups combined when asked."""
     import polars as pl
 
     if combine:
         frame = pl.concat([p for p in parts if p.height] or parts[:1], how="vertical_relaxed")
-        got_key = _combine_key(frame, metric)
+        got_key = _combine_key(frame, metric, cache)
         if got_key is None:  # values `_combine_key` does not sum as polars does
             keyed = pl.col("ts").is_not_null() & pl.col("rank").is_not_null()
             got_key = _combine(frame.with_row_index("_order"), keyed)
@@ -477,10 +479,11 @@ def _drained(columns: SampleColumns, combine: bool) -> dict[tuple[str, str], Poi
             held.setdefault(key, []).append((source, rank, sub.drop(by)))
         del part
     out: dict[tuple[str, str], PointList] = {}
+    cache = _GroupCache()
     for key in list(held):
         config, metric = key
         parts = [_widened(config, metric, *p, combine) for p in held.pop(key)]
-        out[key] = _key_points(parts, metric, combine)
+        out[key] = _key_points(parts, metric, combine, cache)
     return out
 
 
@@ -632,25 +635,51 @@ def _combine(df: pl.DataFrame, keyed_rows: pl.Expr) -> pl.DataFrame:
 _KAHAN_MAX = 64  # polars sums a group of up to this many values by Kahan's rule, in order
 
 
-def _combine_key(frame: pl.DataFrame, metric: str) -> pl.DataFrame | None:
-    """`_combine` of one (config, metric)'s rows, with numpy: the same groups (the k-th line
-    of each rank at a timestamp of a source), the same first line, block and run, and each
-    group's sum (or mean: the sum / n) by Kahan's compensated summation in line order,
-    which is polars' `sum` of a group (checked bit for bit by a test against `_combine`).
-    None when that is not certain: a value not finite or near the float limit, or a group of
-    more than `_KAHAN_MAX` values (then `_combine` combines the key)."""
-    import numpy as np
-    import polars as pl
+class _Groups(NamedTuple):
+    """The DP groups of a key's rows (`_combine_key`), a function of the rows' source,
+    timestamp and rank codes alone: keys read from the same lines (an engine line's six
+    metrics) share them, and `_GroupCache` makes them once."""
 
-    value = frame["value"].to_numpy()
-    if not bool(np.isfinite(value).all()) or (len(value) and float(np.abs(value).max()) > 1e300):
+    members: npt.NDArray[np.int64]  # the keyed rows, group by group, each in line order
+    first: npt.NDArray[np.int64]  # each group's first place in `members`
+    size: npt.NDArray[np.int64]
+    plain: npt.NDArray[np.int64]  # the rows not keyed
+    order: npt.NDArray[np.int64]  # plain rows then groups, into line order
+    pick: npt.NDArray[np.int64]  # the row each output row takes source, run and block of
+
+
+class _GroupCache:
+    """The last key's DP groups, and the codes they were made from."""
+
+    def __init__(self) -> None:
+        self.codes: tuple[npt.NDArray[Any], ...] | None = None
+        self.groups: _Groups | None = None
+
+    def get(self, codes: tuple[npt.NDArray[Any], ...]) -> _Groups | None:
+        import numpy as np
+
+        held = self.codes
+        if held is None or len(held[0]) != len(codes[0]):
+            return None
+        if all(np.array_equal(a, b) for a, b in zip(held, codes, strict=True)):
+            return self.groups
         return None
-    keyed = (frame["ts"].is_not_null() & frame["rank"].is_not_null()).to_numpy()
+
+    def put(self, codes: tuple[npt.NDArray[Any], ...], groups: _Groups) -> None:
+        self.codes, self.groups = codes, groups
+
+
+def _dp_groups(
+    keyed: npt.NDArray[np.bool_],
+    src: npt.NDArray[Any],
+    ts: npt.NDArray[Any],
+    rank: npt.NDArray[Any],
+) -> _Groups:
+    """The groups `_combine` forms of a key's keyed rows (codes of the keyed rows): the
+    k-th line of each rank at a timestamp of a source."""
+    import numpy as np
+
     rows = np.flatnonzero(keyed)
-    if len(rows) == 0:
-        return frame
-    sub = frame.select(pl.col("source", "ts", "rank").to_physical()).filter(pl.Series(keyed))
-    src, ts, rank = (sub[c].to_numpy().astype(np.int64) for c in ("source", "ts", "rank"))
     m = len(rows)
     # k: each row's place among the rows of its (source, timestamp, rank), in line order
     o = np.lexsort((rows, rank, ts, src))
@@ -667,30 +696,61 @@ def _combine_key(frame: pl.DataFrame, metric: str) -> pl.DataFrame | None:
     new[1:] = (src[o][1:] != src[o][:-1]) | (ts[o][1:] != ts[o][:-1]) | (k[o][1:] != k[o][:-1])
     first = np.flatnonzero(new)
     size = np.diff(np.append(first, m))
-    if int(size.max()) > _KAHAN_MAX:
-        return None
     members = rows[o]
-    total = np.zeros(len(first), np.float64)
-    comp = np.zeros(len(first), np.float64)
-    for j in range(int(size.max())):
-        g = np.flatnonzero(size > j)
-        y = value[members[first[g] + j]] - comp[g]
-        t = total[g] + y
-        comp[g] = (t - total[g]) - y
-        total[g] = t
-    if metrics.get(metric).combine != "sum":
-        total = total / size
     lead = members[first]  # each group's first row: its place, source, block and run
-    line = frame["line"].to_numpy()
-    lines = np.minimum.reduceat(line[members], first)
     plain = np.flatnonzero(~keyed)
     at = np.concatenate([plain, lead])
     order = np.argsort(at, kind="stable")
-    pick = at[order]
-    out = frame.select("source", "run", "block")[pick]
+    return _Groups(members, first, size, plain, order, at[order])
+
+
+def _combine_key(
+    frame: pl.DataFrame, metric: str, cache: _GroupCache | None = None
+) -> pl.DataFrame | None:
+    """`_combine` of one (config, metric)'s rows, with numpy: the same groups (the k-th line
+    of each rank at a timestamp of a source), the same first line, block and run, and each
+    group's sum (or mean: the sum / n) by Kahan's compensated summation in line order,
+    which is polars' `sum` of a group (checked bit for bit by a test against `_combine`).
+    None when that is not certain: a value not finite or near the float limit, or a group of
+    more than `_KAHAN_MAX` values (then `_combine` combines the key). The groups are taken
+    from `cache` when the rows' codes are those it holds."""
+    import numpy as np
+    import polars as pl
+
+    value = frame["value"].to_numpy()
+    if not bool(np.isfinite(value).all()) or (len(value) and float(np.abs(value).max()) > 1e300):
+        return None
+    keyed = (frame["ts"].is_not_null() & frame["rank"].is_not_null()).to_numpy()
+    if not keyed.any():
+        return frame
+    sub = frame.select(pl.col("source", "ts", "rank").to_physical()).filter(pl.Series(keyed))
+    src, ts, rank = (sub[c].to_numpy() for c in ("source", "ts", "rank"))  # u32 codes
+    codes = (keyed, src, ts, rank)
+    g = cache.get(codes) if cache is not None else None
+    if g is None:
+        g = _dp_groups(keyed, src, ts, rank)
+        if cache is not None:
+            cache.put(codes, g)
+    del sub, src, ts, rank
+    first, size, members = g.first, g.size, g.members
+    if int(size.max()) > _KAHAN_MAX:
+        return None
+    total = np.zeros(len(first), np.float64)
+    comp = np.zeros(len(first), np.float64)
+    for j in range(int(size.max())):
+        at = np.flatnonzero(size > j)
+        y = value[members[first[at] + j]] - comp[at]
+        t = total[at] + y
+        comp[at] = (t - total[at]) - y
+        total[at] = t
+    if metrics.get(metric).combine != "sum":
+        total = total / size
+    line = frame["line"].to_numpy()
+    lines = np.minimum.reduceat(line[members], first)
+    out = frame.select("source", "run", "block")[g.pick]
     return out.with_columns(
-        value=pl.Series(np.concatenate([value[plain], total])[order], dtype=pl.Float64),
-        line=pl.Series(np.concatenate([line[plain], lines])[order]),
+        value=pl.Series(np.concatenate([value[g.plain], total])[g.order], dtype=pl.Float64),
+        line=pl.Series(np.concatenate([line[g.plain], lines])[g.order]),
     )
 
 

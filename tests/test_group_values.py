@@ -190,3 +190,36 @@ def test_a_drained_session_analyses_alike(monkeypatch: pytest.MonkeyPatch) -> No
         assert analyze(session, consume=True).model_dump_json() == want
         assert session.samples.height == 0
         monkeypatch.undo()
+
+
+def test_keys_of_the_same_lines_share_their_dp_groups(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Keys read from the same lines (each line's metrics) make their DP groups once; a key
+    of other lines makes its own, and every key's values are those combined at once."""
+    cols = SampleColumns()
+    rows: list[Sample] = []
+    line = 0
+    for step in range(300):
+        ts = f"10:{step // 60:02d}:{step % 60 // 3:02d}"  # three steps a second
+        for rank in ("DP0", "DP1"):
+            line += 1
+            for metric in ("gen_throughput_tok_s", "running_req", "token_usage"):
+                rows.append(Sample(metric, (step * 7 + line) % 97 / 3, line, None, None, rank, ts))
+        if step % 4 == 0:  # a metric of other lines
+            line += 1
+            rows.append(Sample("accept_len", 1 + step % 5 / 4, line, None, None, "DP0", ts))
+    cols.add_batch("c1", "a.log", _batch(rows))
+    session: Any = _Session(cols)
+    at_once = group.values_by_config(session)
+    made = []
+    real = group._dp_groups
+
+    def counted(*args: Any) -> Any:
+        made.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(group, "_dp_groups", counted)
+    monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+    _drained_alike(session, at_once)
+    assert len(made) == 2  # the three metrics of each line, then accept_len's lines
+    # combined: two DP groups at a timestamp are one point
+    assert len(at_once[("c1", "running_req")]) == 300

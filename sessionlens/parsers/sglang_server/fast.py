@@ -957,26 +957,26 @@ class ChunkRun:
         if phases is not None:
             phases = phases.with_columns(pl.col("line") + self.first)
         if fed or phases is not None:
-            extra = pl.DataFrame(
-                {"emit": [row for row, _ in fed], **batch_columns([s for _, s in fed])},
-                schema=schema,
-            ).with_columns(pl.col("rank", "ts", "metric").cast(pl.Categorical))
-            if phases is not None:
-                # by the row that yields each; a phase block's totals come before the
-                # samples `feed` gives for the line that ends the block
-                extra = pl.concat([phases, extra], how="diagonal").sort("emit", maintain_order=True)
-            if bulk is None:
-                frame = extra
+            # By the row that yields each, and at one row: a phase block's totals, then the
+            # samples `feed` gives for the row (the line that ends the block), then the bulk
+            # samples; each kind in its own order. One stable sort of the rows (each kind's
+            # are ascending already: runs to merge) and one gather.
+            pieces = [] if phases is None else [phases]
+            if fed:
+                pieces.append(
+                    pl.DataFrame(
+                        {"emit": [row for row, _ in fed], **batch_columns([s for _, s in fed])},
+                        schema=schema,
+                    ).with_columns(pl.col("rank", "ts", "metric").cast(pl.Categorical))
+                )
+            if bulk is not None:
+                pieces.append(bulk)
+            emit = np.concatenate([p["emit"].to_numpy() for p in pieces])
+            if len(pieces) == 1 and bool((emit[1:] >= emit[:-1]).all()):
+                frame = pieces[0]
             else:
-                nb, nf = bulk.height, extra.height
-                at = np.searchsorted(bulk["emit"].to_numpy(), extra["emit"].to_numpy())
-                at += np.arange(nf)
-                order = np.empty(nb + nf, np.int64)
-                is_fed = np.zeros(nb + nf, np.bool_)
-                is_fed[at] = True
-                order[at] = nb + np.arange(nf)
-                order[~is_fed] = np.arange(nb)
-                frame = pl.concat([bulk, extra], how="diagonal")[order]
+                order = np.argsort(emit, kind="stable")
+                frame = pl.concat(pieces, how="diagonal")[order]
         if frame is None or frame.height == 0:
             return
         frame = frame.select(

@@ -43,15 +43,40 @@ def limit() -> int | None:
 
 
 def frugal() -> None:
-    """Under an address-space limit, ask the native libraries to reserve less (before they
-    load; a choice the user made in the environment wins): OpenBLAS one thread instead of
+    """Ask the native libraries to hold less (before they load; a choice the user made in
+    the environment wins). Under an address-space limit: OpenBLAS one thread instead of
     one per core, each with a 32 MB buffer (it retries a failed allocation forever), and
     polars' jemalloc one arena and no background thread (about 400 MB less address space
-    for a 300 MB log, the same speed within noise)."""
+    for a 300 MB log, the same speed within noise). Else, on glibc Linux, jemalloc's arenas
+    per CPU instead of per thread (`PER_CPU_ARENAS`)."""
     if limit() is None:
+        if per_cpu_arenas_supported():
+            os.environ.setdefault("_RJEM_MALLOC_CONF", PER_CPU_ARENAS)
         return
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     os.environ.setdefault("_RJEM_MALLOC_CONF", "background_thread:false,narenas:1")
+
+
+# A thread's jemalloc arena keeps the pages freed into it until that arena is used again.
+# The reader's worker threads make the sample table and then go idle; the table's pages,
+# freed as the report drains it, then stayed resident while the main thread allocated anew
+# (a 1 GB vLLM log's report: 1.35 GB peak RSS with arenas per thread, 1.08-1.11 GB with
+# arenas per CPU, the same time; benchmarks/RESULTS.md).
+PER_CPU_ARENAS = "percpu_arena:percpu"
+
+
+def per_cpu_arenas_supported(platform: str | None = None, libc: str | None = None) -> bool:
+    """Whether jemalloc can give arenas per CPU here: Linux with glibc (`sched_getcpu`;
+    elsewhere jemalloc would print a warning for the option)."""
+    import sys
+
+    if platform is None:
+        platform = sys.platform
+    if libc is None:
+        import platform as _platform
+
+        libc = _platform.libc_ver()[0]
+    return platform.startswith("linux") and libc == "glibc"
 
 
 def can_start(what: str) -> None:

@@ -1063,3 +1063,48 @@ def test_csv_is_streamed_and_the_same_as_the_whole_table(
         target = tmp_path / "rows.csv"
         assert run(capsys, "parse", str(path), "--format", "csv", "--out", str(target))[0] == 0
         assert target.read_text(encoding="utf-8") == whole, path
+
+
+def test_jemalloc_arenas_per_cpu_only_where_it_has_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sessionlens import _memory
+
+    assert _memory.per_cpu_arenas_supported("linux", "glibc")
+    assert not _memory.per_cpu_arenas_supported("linux", "")  # musl: no libc_ver
+    assert not _memory.per_cpu_arenas_supported("darwin", "")
+    assert not _memory.per_cpu_arenas_supported("win32", "")
+    monkeypatch.setattr(_memory, "limit", lambda: None)
+    monkeypatch.setattr(_memory, "per_cpu_arenas_supported", lambda: True)
+    monkeypatch.delenv("_RJEM_MALLOC_CONF", raising=False)
+    _memory.frugal()
+    assert os.environ["_RJEM_MALLOC_CONF"] == _memory.PER_CPU_ARENAS
+    monkeypatch.setenv("_RJEM_MALLOC_CONF", "narenas:4")  # the user's choice wins
+    _memory.frugal()
+    assert os.environ["_RJEM_MALLOC_CONF"] == "narenas:4"
+    monkeypatch.delenv("_RJEM_MALLOC_CONF")
+    monkeypatch.setattr(_memory, "per_cpu_arenas_supported", lambda: False)
+    _memory.frugal()
+    assert "_RJEM_MALLOC_CONF" not in os.environ
+
+
+def test_the_allocator_setting_is_taken_without_a_word(tmp_path: Path) -> None:
+    """A fresh process gets the arenas per CPU, and jemalloc says nothing of the option
+    (it would print `<jemalloc>: Invalid conf pair` for one it does not take)."""
+    env = {k: v for k, v in ENV.items() if k != "_RJEM_MALLOC_CONF"}
+    probe = (
+        "import os, sys; from sessionlens.cli import main; code = main(sys.argv[1:]); "
+        "print(os.environ.get('_RJEM_MALLOC_CONF'))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe, "parse", "--format", "csv", str(SERVER)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "jemalloc" not in proc.stderr
+    assert proc.stdout.splitlines()[0].startswith("config,source,line")
+    from sessionlens import _memory
+
+    want = _memory.PER_CPU_ARENAS if _memory.per_cpu_arenas_supported() else "None"
+    assert proc.stdout.splitlines()[-1].endswith(want)

@@ -428,7 +428,7 @@ class _ByKey(Mapping[tuple[str, str], PointList]):
             wanted = [*_POINT, "config", "metric", "ts", "rank"] if self._combine else _POINT
             with self._reading:
                 parts = pl.collect_all([lf.filter(rows).select(wanted) for lf in self._parts])
-                got = _key_points(parts, metric, self._combine)
+                got = _key_points(parts, key, self._combine)
         with self._lock:  # keys may be asked for from two threads (`analysis._summaries`)
             for k in [k for k in self._kept if k != key and k[1] not in self._keep]:
                 del self._kept[k]
@@ -437,17 +437,27 @@ class _ByKey(Mapping[tuple[str, str], PointList]):
 
 
 def _key_points(
-    parts: list[pl.DataFrame], metric: str, combine: bool, cache: _GroupCache | None = None
+    parts: list[pl.DataFrame],
+    key: tuple[str, str],
+    combine: bool,
+    cache: _GroupCache | None = None,
 ) -> PointList:
     """One key's values from its rows in parts (in order; the columns of `_POINT`, and with
-    `combine` those `_combine` needs), DP groups combined when asked."""
+    `combine` also `ts` and `rank`), DP groups combined when asked."""
     import polars as pl
 
     if combine:
+        config, metric = key
         frame = pl.concat([p for p in parts if p.height] or parts[:1], how="vertical_relaxed")
         got_key = _combine_key(frame, metric, cache)
         if got_key is None:  # values `_combine_key` does not sum as polars does
             keyed = pl.col("ts").is_not_null() & pl.col("rank").is_not_null()
+            cat = pl.Categorical
+            frame = frame.with_columns(
+                pl.lit(v, pl.String).cast(cat).alias(c)
+                for c, v in (("config", config), ("metric", metric))
+                if c not in frame.columns
+            )
             got_key = _combine(frame.with_row_index("_order"), keyed)
         parts = [got_key]
     gathered = _Gathered()  # part by part: the key's rows are not copied into one frame
@@ -481,15 +491,12 @@ def _drained(columns: SampleColumns, combine: bool) -> dict[tuple[str, str], Poi
     out: dict[tuple[str, str], PointList] = {}
     cache = _GroupCache()
     for key in list(held):
-        config, metric = key
-        parts = [_widened(config, metric, *p, combine) for p in held.pop(key)]
-        out[key] = _key_points(parts, metric, combine, cache)
+        parts = [_widened(*p, combine) for p in held.pop(key)]
+        out[key] = _key_points(parts, key, combine, cache)
     return out
 
 
 def _widened(
-    config: str,
-    metric: str,
     source: str | None,
     rank: tuple[str | None] | None,
     sub: pl.DataFrame,
@@ -503,14 +510,9 @@ def _widened(
     add = [pl.lit(None, pl.Int32).alias(c) for c in ("run", "block") if c not in sub.columns]
     if source is not None:
         add.append(pl.lit(source, pl.String).cast(cat).alias("source"))
-    if combine:
-        add += [
-            pl.lit(config, pl.String).cast(cat).alias("config"),
-            pl.lit(metric, pl.String).cast(cat).alias("metric"),
-        ]
-        if rank is not None:
-            add.append(pl.lit(rank[0], pl.String).cast(cat).alias("rank"))
-    order = [*_POINT, *(("config", "metric", "ts", "rank") if combine else ())]
+    if combine and rank is not None:
+        add.append(pl.lit(rank[0], pl.String).cast(cat).alias("rank"))
+    order = [*_POINT, *(("ts", "rank") if combine else ())]
     return sub.with_columns(add).select(order)  # one column order: the parts are joined
 
 

@@ -135,6 +135,16 @@ def test_values_combined_by_polars_where_numpy_might_not_agree(
     ]
     frame = cols.lazy(categorical=True).collect()
     assert group._combine_key(frame, "running_req") is None
+    fallback = []
+    real = group._combine
+
+    def counted(*args: Any) -> Any:
+        fallback.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(group, "_combine", counted)
+    _drained_alike(session, at_once)  # drained too (its rows hold no config or metric)
+    assert fallback == [1]
 
 
 def _drained_alike(session: Any, at_once: Any) -> None:

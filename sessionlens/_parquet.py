@@ -27,13 +27,21 @@ def without_arrow_schema(data: bytes) -> bytes:
     """The Parquet file `data` with no `ARROW:schema` entry in its footer's key-value
     metadata (the field left out when nothing else is in it); the rest byte for byte.
     ValueError when `data` is not a Parquet file whose footer this reader reads."""
+    start, tail = footer_without_arrow_schema(data)
+    return bytes(data[:start]) + tail
+
+
+def footer_without_arrow_schema(data: bytes | memoryview) -> tuple[int, bytes]:
+    """Where the footer of the Parquet file `data` starts, and what is to replace all from
+    there on (the footer without `ARROW:schema`, its length and the closing magic): for
+    mending a file in place. ValueError as `without_arrow_schema`."""
     if len(data) < 12 or data[:4] != _MAGIC or data[-4:] != _MAGIC:
         raise ValueError("not a Parquet file")
     (size,) = struct.unpack("<i", data[-8:-4])
     start = len(data) - 8 - size
     if size <= 0 or start < 4:
         raise ValueError("a Parquet footer length out of the file")
-    footer = data[start:-8]
+    footer = bytes(data[start:-8])
     try:
         fields, end = _fields(footer, 0, 0)
         if end != len(footer):
@@ -54,7 +62,7 @@ def without_arrow_schema(data: bytes) -> bytes:
         out.append(0)  # the struct's stop byte
     except IndexError as e:
         raise ValueError("a Parquet footer cut short") from e
-    return data[:start] + bytes(out) + struct.pack("<i", len(out)) + _MAGIC
+    return start, bytes(out) + struct.pack("<i", len(out)) + _MAGIC
 
 
 def _kept_entries(b: bytes, at: int) -> list[bytes]:

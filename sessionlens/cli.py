@@ -287,7 +287,8 @@ def parse_cmd(
         # own writes turn every OSError into one exit-2 line
         buf = io.BytesIO()
         result.columns.write_parquet(buf)  # streamed: no full string columns
-        _output.write_atomic(out, buf.getvalue())
+        with buf.getbuffer() as view:
+            _output.write_atomic(out, lambda fh: fh.write(view))  # not copied again
         return 0
     if kind == "csv":  # part by part: a CSV of millions of samples is never one string
         if out is not None:

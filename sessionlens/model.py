@@ -633,16 +633,20 @@ class SampleColumns:
         buf = io.BytesIO()
         (parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")).sink_parquet(buf)
         try:
-            data = _parquet.without_arrow_schema(buf.getvalue())
+            with buf.getbuffer() as view:
+                start, tail = _parquet.footer_without_arrow_schema(view)
+            buf.seek(start)  # mended in place: the file is never copied
+            buf.truncate()
+            buf.write(tail)
         except ValueError:  # a footer this reader does not know: written as strings
             buf = io.BytesIO()
             self.lazy().sink_parquet(buf)
-            data = buf.getvalue()
-        del buf
-        if isinstance(target, (str, Path)):
-            Path(target).write_bytes(data)
-        else:
-            target.write(data)
+        with buf.getbuffer() as view:
+            if isinstance(target, (str, Path)):
+                with open(target, "wb") as fh:
+                    fh.write(view)
+            else:
+                target.write(view)
 
 
 class Drained(NamedTuple):

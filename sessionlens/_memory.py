@@ -65,9 +65,13 @@ def frugal() -> None:
 PER_CPU_ARENAS = "percpu_arena:percpu"
 
 
-def per_cpu_arenas_supported(platform: str | None = None, libc: str | None = None) -> bool:
-    """Whether jemalloc can give arenas per CPU here: Linux with glibc (`sched_getcpu`;
-    elsewhere jemalloc would print a warning for the option)."""
+def per_cpu_arenas_supported(
+    platform: str | None = None, libc: str | None = None, cpus: tuple[int, ...] | None = None
+) -> bool:
+    """Whether jemalloc gives arenas per CPU here without a word: Linux with glibc
+    (`sched_getcpu`), and a process that may run on every CPU (`cpus`: the CPUs online,
+    configured, and in its affinity mask, which jemalloc compares: under `taskset`, a
+    cpuset or a pinned container it prints a warning and turns the option off)."""
     import sys
 
     if platform is None:
@@ -76,7 +80,18 @@ def per_cpu_arenas_supported(platform: str | None = None, libc: str | None = Non
         import platform as _platform
 
         libc = _platform.libc_ver()[0]
-    return platform.startswith("linux") and libc == "glibc"
+    if not (platform.startswith("linux") and libc == "glibc"):
+        return False
+    if cpus is None:
+        try:
+            cpus = (
+                os.sysconf("SC_NPROCESSORS_ONLN"),
+                os.sysconf("SC_NPROCESSORS_CONF"),
+                len(os.sched_getaffinity(0)),
+            )
+        except (AttributeError, OSError, ValueError):
+            return False
+    return len(set(cpus)) == 1 and cpus[0] > 0
 
 
 def can_start(what: str) -> None:

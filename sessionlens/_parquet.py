@@ -132,9 +132,9 @@ def _skip(b: bytes, at: int, kind: int, depth: int) -> int:
         if count:
             kv = b[at]
             at += 1
-            for _ in range(count):
-                at = _skip(b, at, kv >> 4, depth + 1)
-                at = _skip(b, at, kv & 0x0F, depth + 1)
+            for _ in range(count):  # a bool key or value is a byte here, as in a list
+                for elem in (kv >> 4, kv & 0x0F):
+                    at = at + 1 if elem in (1, 2) else _skip(b, at, elem, depth + 1)
         return at
     if kind == _STRUCT:
         return _fields(b, at, depth + 1)[1]

@@ -8,7 +8,7 @@ or format. A day-long server log yields millions of samples: no pydantic per sam
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, overload
@@ -624,29 +624,60 @@ class SampleColumns:
         readers give them back as categoricals, is then left out: every reader reads the
         Parquet types, strings (`_parquet.without_arrow_schema`)."""
         import io
+        import os
 
         import polars as pl
 
         from . import _parquet
 
         parts = self._lazy_parts(categorical=True, tidy=True)
+        lf = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")
+        if isinstance(target, (str, Path)):
+            if "://" in str(target):  # a URL polars writes to: strings, as strings
+                self.lazy().sink_parquet(target)
+                return
+            path = Path(os.path.expanduser(target))
+            lf.sink_parquet(path)
+            with open(path, "r+b") as fh:  # mended where it lies: only the footer is read
+                try:
+                    _mend(fh, _parquet.footer_without_arrow_schema)
+                    return
+                except ValueError:
+                    pass
+            self.lazy().sink_parquet(path)  # a footer this reader does not know
+            return
         buf = io.BytesIO()
-        (parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")).sink_parquet(buf)
+        lf.sink_parquet(buf)
         try:
-            with buf.getbuffer() as view:
-                start, tail = _parquet.footer_without_arrow_schema(view)
-            buf.seek(start)  # mended in place: the file is never copied
-            buf.truncate()
-            buf.write(tail)
+            _mend(buf, _parquet.footer_without_arrow_schema)
         except ValueError:  # a footer this reader does not know: written as strings
             buf = io.BytesIO()
             self.lazy().sink_parquet(buf)
         with buf.getbuffer() as view:
-            if isinstance(target, (str, Path)):
-                with open(target, "wb") as fh:
-                    fh.write(view)
-            else:
-                target.write(view)
+            done = 0
+            while done < len(view):  # a raw file may take a few bytes at a time
+                n = target.write(view[done:])
+                done = len(view) if n is None else done + n
+
+
+def _mend(fh: BinaryIO, footer: Callable[[bytes], tuple[int, bytes]]) -> None:
+    """Replace the footer of the Parquet file open in `fh` (read and written, at any
+    position) by what `footer` makes of the file's last bytes (ValueError: left as it is)."""
+    import struct
+
+    size = fh.seek(0, 2)
+    if size < 12:
+        raise ValueError("not a Parquet file")
+    fh.seek(size - 8)
+    (length,) = struct.unpack("<i", fh.read(4))
+    if not 0 < length <= size - 12:
+        raise ValueError("a Parquet footer length out of the file")
+    at = size - 8 - length  # where the footer starts
+    fh.seek(at)
+    start, tail = footer(b"PAR1" + fh.read())  # the footer as a file of its own
+    fh.seek(at + start - 4)
+    fh.truncate()
+    fh.write(tail)
 
 
 class Drained(NamedTuple):

@@ -1068,7 +1068,9 @@ def test_csv_is_streamed_and_the_same_as_the_whole_table(
 def test_jemalloc_arenas_per_cpu_only_where_it_has_them(monkeypatch: pytest.MonkeyPatch) -> None:
     from sessionlens import _memory
 
-    assert _memory.per_cpu_arenas_supported("linux", "glibc")
+    assert _memory.per_cpu_arenas_supported("linux", "glibc", (8, 8, 8))
+    assert not _memory.per_cpu_arenas_supported("linux", "glibc", (8, 8, 2))  # taskset
+    assert not _memory.per_cpu_arenas_supported("linux", "glibc", (6, 8, 6))  # CPUs offline
     assert not _memory.per_cpu_arenas_supported("linux", "")  # musl: no libc_ver
     assert not _memory.per_cpu_arenas_supported("darwin", "")
     assert not _memory.per_cpu_arenas_supported("win32", "")
@@ -1086,25 +1088,54 @@ def test_jemalloc_arenas_per_cpu_only_where_it_has_them(monkeypatch: pytest.Monk
     assert "_RJEM_MALLOC_CONF" not in os.environ
 
 
-def test_the_allocator_setting_is_taken_without_a_word(tmp_path: Path) -> None:
-    """A fresh process gets the arenas per CPU, and jemalloc says nothing of the option
-    (it would print `<jemalloc>: Invalid conf pair` for one it does not take)."""
+def _allocator_probe(pin: bool) -> tuple[str, str]:
+    """`parse` in a fresh process (on one CPU with `pin`): its stderr, and the allocator
+    setting it ran with."""
     env = {k: v for k, v in ENV.items() if k != "_RJEM_MALLOC_CONF"}
     probe = (
-        "import os, sys; from sessionlens.cli import main; code = main(sys.argv[1:]); "
-        "print(os.environ.get('_RJEM_MALLOC_CONF'))"
+        "import os, sys\n"
+        "if sys.argv[1] == 'pin': os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})\n"
+        "from sessionlens import _memory\n"
+        "from sessionlens.cli import main\n"
+        "code = main(sys.argv[2:])\n"
+        "print(_memory.per_cpu_arenas_supported(), os.environ.get('_RJEM_MALLOC_CONF'))\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-c", probe, "parse", "--format", "csv", str(SERVER)],
+        [
+            sys.executable,
+            "-c",
+            probe,
+            "pin" if pin else "-",
+            "parse",
+            "--format",
+            "csv",
+            str(SERVER),
+        ],
         capture_output=True,
         text=True,
         env=env,
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr
-    assert "jemalloc" not in proc.stderr
     assert proc.stdout.splitlines()[0].startswith("config,source,line")
+    return proc.stderr, proc.stdout.splitlines()[-1]
+
+
+def test_the_allocator_setting_is_taken_without_a_word() -> None:
+    """A fresh process gets the arenas per CPU where jemalloc gives them, and jemalloc says
+    nothing (it prints `<jemalloc>: Invalid conf pair` for an option it does not take, and
+    a warning for per-CPU arenas when the process may not run on every CPU)."""
+    err, said = _allocator_probe(pin=False)
+    assert "jemalloc" not in err
     from sessionlens import _memory
 
-    want = _memory.PER_CPU_ARENAS if _memory.per_cpu_arenas_supported() else "None"
-    assert proc.stdout.splitlines()[-1].endswith(want)
+    if _memory.per_cpu_arenas_supported():
+        assert said.startswith("True ")
+        assert said.endswith(_memory.PER_CPU_ARENAS)
+    else:
+        assert _memory.PER_CPU_ARENAS not in said
+    if hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > 1:
+        err, said = _allocator_probe(pin=True)  # as under `taskset -c 0`
+        assert "jemalloc" not in err
+        assert said.startswith("False")
+        assert _memory.PER_CPU_ARENAS not in said

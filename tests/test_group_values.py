@@ -135,16 +135,22 @@ def test_values_combined_by_polars_where_numpy_might_not_agree(
     ]
     frame = cols.lazy(categorical=True).collect()
     assert group._combine_key(frame, "running_req") is None
-    fallback = []
-    real = group._combine
-
-    def counted(*args: Any) -> Any:
-        fallback.append(1)
-        return real(*args)
-
-    monkeypatch.setattr(group, "_combine", counted)
+    fallback = _counting(monkeypatch, "_combine")
     _drained_alike(session, at_once)  # drained too (its rows hold no config or metric)
     assert fallback == [1]
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch, name: str) -> list[int]:
+    """Calls of `group.<name>` from now on, counted (the function still runs)."""
+    calls: list[int] = []
+    real = getattr(group, name)
+
+    def counted(*args: Any) -> Any:
+        calls.append(1)
+        return real(*args)
+
+    monkeypatch.setattr(group, name, counted)
+    return calls
 
 
 def _drained_alike(session: Any, at_once: Any) -> None:
@@ -220,16 +226,34 @@ def test_keys_of_the_same_lines_share_their_dp_groups(monkeypatch: pytest.Monkey
     cols.add_batch("c1", "a.log", _batch(rows))
     session: Any = _Session(cols)
     at_once = group.values_by_config(session)
-    made = []
-    real = group._dp_groups
-
-    def counted(*args: Any) -> Any:
-        made.append(1)
-        return real(*args)
-
-    monkeypatch.setattr(group, "_dp_groups", counted)
+    made = _counting(monkeypatch, "_dp_groups")
     monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
     _drained_alike(session, at_once)
     assert len(made) == 2  # the three metrics of each line, then accept_len's lines
     # combined: two DP groups at a timestamp are one point
     assert len(at_once[("c1", "running_req")]) == 300
+
+
+def test_keys_of_as_many_other_rows_make_their_own_groups(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Two keys with the same number of rows but other timestamps and ranks: the second
+    does not take the first one's groups."""
+    rows = [
+        Sample("running_req", float(i), i + 1, None, None, f"DP{i % 2}", f"10:00:{i // 2:02d}")
+        for i in range(20)  # ten timestamps, two DP groups each: ten points
+    ]
+    rows += [
+        Sample("gen_throughput_tok_s", float(i), 40 + i, None, None, "DP0", f"10:01:{i:02d}")
+        for i in range(20)  # one a second: twenty points
+    ]
+    cols = SampleColumns()
+    cols.add_batch("c1", "a.log", _batch(rows))
+    session: Any = _Session(cols)
+    at_once = group.values_by_config(session)
+    assert len(at_once[("c1", "running_req")]) == 10
+    assert len(at_once[("c1", "gen_throughput_tok_s")]) == 20
+    made = _counting(monkeypatch, "_dp_groups")
+    monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+    _drained_alike(session, at_once)
+    assert len(made) == 2

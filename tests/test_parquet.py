@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import io
 import struct
+from pathlib import Path
+from typing import Any
 
 import polars as pl
 import pytest
@@ -126,12 +128,45 @@ def test_the_table_reads_back_as_strings() -> None:
     assert back["launch"].to_list()[23:25] == ["a.log#1", "a.log#2"]
 
 
-def test_a_footer_it_cannot_read_gives_strings_still(monkeypatch: pytest.MonkeyPatch) -> None:
-    def unknown(data: bytes) -> bytes:
+def test_a_footer_it_cannot_read_gives_strings_still(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def unknown(data: object) -> tuple[int, bytes]:
         raise ValueError("a footer this reader does not know")
 
-    monkeypatch.setattr(_parquet, "without_arrow_schema", unknown)
+    monkeypatch.setattr(_parquet, "footer_without_arrow_schema", unknown)
     cols = _table()
     buf = io.BytesIO()
     cols.write_parquet(buf)
-    assert_frame_equal(pl.read_parquet(io.BytesIO(buf.getvalue())), cols.frame())
+    data = buf.getvalue()
+    assert "ARROW:schema" in _metadata(data)  # written the other way: strings, as strings
+    assert_frame_equal(pl.read_parquet(io.BytesIO(data)), cols.frame())
+    cols.write_parquet(tmp_path / "s.parquet")
+    assert "ARROW:schema" in _metadata((tmp_path / "s.parquet").read_bytes())
+    assert_frame_equal(pl.read_parquet(tmp_path / "s.parquet"), cols.frame())
+
+
+def test_a_path_is_written_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A path (`~` expanded) gets the file mended where it was written; a file object takes
+    every byte even when it writes a few at a time."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    cols = _table()
+    cols.write_parquet("~/s.parquet")
+    data = (tmp_path / "s.parquet").read_bytes()
+    assert "ARROW:schema" not in _metadata(data)
+    assert_frame_equal(pl.read_parquet(io.BytesIO(data)), cols.frame())
+
+    class Trickle(io.RawIOBase):
+        def __init__(self) -> None:
+            self.got = bytearray()
+
+        def writable(self) -> bool:
+            return True
+
+        def write(self, b: Any) -> int:
+            self.got += bytes(b)[:7]
+            return min(7, len(b))
+
+    out = Trickle()
+    cols.write_parquet(out)
+    assert bytes(out.got) == data

@@ -170,3 +170,39 @@ def test_a_path_is_written_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     out = Trickle()
     cols.write_parquet(out)
     assert bytes(out.got) == data
+
+
+def _uvarint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def _binary(b: bytes) -> bytes:
+    return _uvarint(len(b)) + b
+
+
+def test_a_footer_of_every_compact_type_is_read() -> None:
+    """A hand-made footer: a map of bools (a byte each), a long-form field header (a field
+    id going back), a list of 15 and more, a nested struct, a double; only the
+    `ARROW:schema` entry goes."""
+    kv = (
+        lambda k, v: b"\x18" + _binary(k) + b"\x18" + _binary(v) + b"\x00"
+    )  # KeyValue {1: key, 2: value}
+    body = b"\x15\x02"  # field 1, i32: 1
+    body += b"\x9b" + _uvarint(2) + b"\x81" + _binary(b"a") + b"\x01" + _binary(b"b") + b"\x02"
+    body += b"\x19" + bytes([0xF5]) + _uvarint(16) + bytes(range(1, 33, 2))  # list<i32> of 16
+    body += b"\x1c" + b"\x17" + b"\x00" * 8 + b"\x00"  # field 12: struct {1: double}
+    keep = kv(b"mine", b"x" * 20)
+    body += b"\x09" + _uvarint(5 << 1) + b"\x2c" + kv(b"ARROW:schema", b"QUJD") + keep
+    body += b"\x00"
+    data = b"PAR1" + body + struct.pack("<i", len(body)) + b"PAR1"
+    start, tail = _parquet.footer_without_arrow_schema(data)
+    assert start == 4
+    out = tail[:-8]
+    assert b"ARROW:schema" not in out
+    assert keep in out
+    assert out.startswith(body[: body.index(b"\x09" + _uvarint(5 << 1))])  # the rest as it was

@@ -189,9 +189,10 @@ def test_a_footer_of_every_compact_type_is_read() -> None:
     """A hand-made footer: a map of bools (a byte each), a long-form field header (a field
     id going back), a list of 15 and more, a nested struct, a double; only the
     `ARROW:schema` entry goes."""
-    kv = (
-        lambda k, v: b"\x18" + _binary(k) + b"\x18" + _binary(v) + b"\x00"
-    )  # KeyValue {1: key, 2: value}
+
+    def kv(k: bytes, v: bytes) -> bytes:  # KeyValue {1: key, 2: value}
+        return b"\x18" + _binary(k) + b"\x18" + _binary(v) + b"\x00"
+
     body = b"\x15\x02"  # field 1, i32: 1
     body += b"\x9b" + _uvarint(2) + b"\x81" + _binary(b"a") + b"\x01" + _binary(b"b") + b"\x02"
     body += b"\x19" + bytes([0xF5]) + _uvarint(16) + bytes(range(1, 33, 2))  # list<i32> of 16

@@ -654,6 +654,7 @@ def read(path: Path, display: str | None = None) -> SourceText:
         fh.seek(0)
         is_gzip = magic == GZIP_MAGIC
         head_bytes = b""
+        nul_first = False  # a NUL run before the head sniffed (its bytes are still read)
         size = 2 * HEAD_BYTES  # the head of UTF-16 text takes twice the bytes
         if is_gzip:
             try:
@@ -665,6 +666,7 @@ def read(path: Path, display: str | None = None) -> SourceText:
             head_bytes = fh.read(size)
             if head_bytes[:1] == b"\x00":
                 # copy-and-truncate rotation leaves a NUL run first: sniff what follows it
+                nul_first = True
                 rest = head_bytes.lstrip(b"\x00")
                 while not rest and (more := fh.read(CHUNK)):
                     rest = more.lstrip(b"\x00")
@@ -673,7 +675,9 @@ def read(path: Path, display: str | None = None) -> SourceText:
     except BaseException:
         fh.close()
         raise
-    utf16 = head_bytes.startswith(_UTF16_BOMS)
+    # UTF-16 has its byte-order mark first: one after a NUL run is no mark (the text is read
+    # from the file's first byte, and the decoder would find none there)
+    utf16 = not nul_first and head_bytes.startswith(_UTF16_BOMS)
     if utf16:  # read as UTF-8 (the raw bytes are still what is hashed and counted)
         head_bytes = codecs.getincrementaldecoder("utf-16")("replace").decode(head_bytes).encode()
     head_bytes = head_bytes[:HEAD_BYTES]

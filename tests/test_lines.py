@@ -212,6 +212,21 @@ def test_utf16_with_a_byte_order_mark_reads_as_its_text(tmp_path: Path, encoding
     assert b.sha256 == hashlib.sha256(p16.read_bytes()).hexdigest()
 
 
+@pytest.mark.parametrize("bom", [b"\xff\xfe", b"\xfe\xff"])
+def test_a_byte_order_mark_after_a_nul_run_is_no_utf16(tmp_path: Path, bom: bytes) -> None:
+    """A rotated log's NUL run, then what looks like a byte-order mark (the fuzz run found
+    it: the UTF-16 decoder met the NULs first and raised): read as the bytes it is."""
+    from sessionlens.parsers import parse_file
+
+    path = tmp_path / "a.log"
+    path.write_bytes(b"\x00" * 27 + bom + b"\xff" * 5 + b"\x00" * 60 + LOG.encode() * 3)
+    src = _lines.read(path)
+    lines = list(src.lines())
+    assert [ln.text for ln in lines[-3:]] == [LOG.rstrip("\n")] * 3
+    result = parse_file(path)  # one line each, no exception
+    assert all("\n" not in str(d) for d in result.diagnostics)
+
+
 def test_a_binary_head_is_named(tmp_path: Path) -> None:
     import hashlib
     import random

@@ -71,15 +71,17 @@ def per_cpu_arenas_supported(
     """Whether jemalloc gives arenas per CPU here without a word: Linux with glibc
     (`sched_getcpu`), and a process that may run on every CPU (`cpus`: the CPUs online,
     configured, and in its affinity mask, which jemalloc compares: under `taskset`, a
-    cpuset or a pinned container it prints a warning and turns the option off)."""
+    cpuset or a pinned container it prints a warning and turns the option off). Asked at
+    every start: no module is imported for it."""
     import sys
 
     if platform is None:
         platform = sys.platform
     if libc is None:
-        import platform as _platform
-
-        libc = _platform.libc_ver()[0]
+        try:  # what `platform.libc_ver` asks first: "glibc 2.36"
+            libc = (os.confstr("CS_GNU_LIBC_VERSION") or "").split(" ")[0]
+        except (AttributeError, ValueError, OSError):  # no glibc (musl, macOS, Windows)
+            libc = ""
     if not (platform.startswith("linux") and libc == "glibc"):
         return False
     if cpus is None:

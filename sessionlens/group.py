@@ -661,7 +661,7 @@ class _GroupCache:
         import numpy as np
 
         held = self.codes
-        if held is None or len(held[0]) != len(codes[0]):
+        if held is None:
             return None
         if all(np.array_equal(a, b) for a, b in zip(held, codes, strict=True)):
             return self.groups

@@ -8,7 +8,7 @@ or format. A day-long server log yields millions of samples: no pydantic per sam
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, overload
@@ -628,8 +628,6 @@ class SampleColumns:
 
         import polars as pl
 
-        from . import _parquet
-
         parts = self._lazy_parts(categorical=True, tidy=True)
         lf = parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical")
         if isinstance(target, (str, Path)):
@@ -639,18 +637,13 @@ class SampleColumns:
             path = Path(os.path.expanduser(target))
             lf.sink_parquet(path)
             with open(path, "r+b") as fh:  # mended where it lies: only the footer is read
-                try:
-                    _mend(fh, _parquet.footer_without_arrow_schema)
-                    return
-                except ValueError:
-                    pass
-            self.lazy().sink_parquet(path)  # a footer this reader does not know
+                mended = _mend(fh)
+            if not mended:  # a footer this reader does not know: written as strings
+                self.lazy().sink_parquet(path)
             return
         buf = io.BytesIO()
         lf.sink_parquet(buf)
-        try:
-            _mend(buf, _parquet.footer_without_arrow_schema)
-        except ValueError:  # a footer this reader does not know: written as strings
+        if not _mend(buf):  # a footer this reader does not know: written as strings
             buf = io.BytesIO()
             self.lazy().sink_parquet(buf)
         with buf.getbuffer() as view:
@@ -660,24 +653,31 @@ class SampleColumns:
                 done = len(view) if n is None else done + n
 
 
-def _mend(fh: BinaryIO, footer: Callable[[bytes], tuple[int, bytes]]) -> None:
-    """Replace the footer of the Parquet file open in `fh` (read and written, at any
-    position) by what `footer` makes of the file's last bytes (ValueError: left as it is)."""
+def _mend(fh: BinaryIO) -> bool:
+    """Leave the Arrow schema out of the footer of the Parquet file open in `fh` (read and
+    written, at any position), reading only the footer; False, the file left as it is,
+    when this reader does not know the footer (`_parquet.footer_without_arrow_schema`)."""
     import struct
+
+    from . import _parquet
 
     size = fh.seek(0, 2)
     if size < 12:
-        raise ValueError("not a Parquet file")
+        return False
     fh.seek(size - 8)
     (length,) = struct.unpack("<i", fh.read(4))
     if not 0 < length <= size - 12:
-        raise ValueError("a Parquet footer length out of the file")
+        return False
     at = size - 8 - length  # where the footer starts
     fh.seek(at)
-    start, tail = footer(b"PAR1" + fh.read())  # the footer as a file of its own
+    try:  # the footer read as a file of its own
+        start, tail = _parquet.footer_without_arrow_schema(b"PAR1" + fh.read())
+    except ValueError:
+        return False
     fh.seek(at + start - 4)
     fh.truncate()
     fh.write(tail)
+    return True
 
 
 class Drained(NamedTuple):

@@ -443,12 +443,15 @@ def _key_points(
     cache: _GroupCache | None = None,
 ) -> PointList:
     """One key's values from its rows in parts (in order; the columns of `_POINT`, and with
-    `combine` also `ts` and `rank`), DP groups combined when asked."""
+    `combine` also `ts` and `rank`), DP groups combined when asked. With `combine` the
+    list is emptied once its parts are joined: the caller's parts are not held beside
+    the joined rows while the groups are formed."""
     import polars as pl
 
     if combine:
         config, metric = key
         frame = pl.concat([p for p in parts if p.height] or parts[:1], how="vertical_relaxed")
+        parts.clear()
         got_key = _combine_key(frame, metric, cache)
         if got_key is None:  # values `_combine_key` does not sum as polars does
             keyed = pl.col("ts").is_not_null() & pl.col("rank").is_not_null()
@@ -459,6 +462,7 @@ def _key_points(
                 if c not in frame.columns
             )
             got_key = _combine(frame.with_row_index("_order"), keyed)
+        del frame
         parts = [got_key]
     gathered = _Gathered()  # part by part: the key's rows are not copied into one frame
     for part in parts:
@@ -469,14 +473,15 @@ def _key_points(
 
 def _drained(columns: SampleColumns, combine: bool) -> dict[tuple[str, str], PointList]:
     """Every key's values of a table drained part by part (`values_by_config`'s
-    `consume`). A part's rows are split by key with only their own columns (what all rows
-    share is added when the key is read, one key at a time), so the rows held between
-    the drain and the keys' values hold no more bytes a row than the table did (the
-    allocator may keep a freed part's pages a while: RSS can rise above the table)."""
+    `consume`). A part's rows are split by key with only their own columns, their strings
+    as the part's codes (what all rows share is added when the key is read, one key at a
+    time), so the rows held between the drain and the keys' values hold no more bytes a
+    row than the table did (the allocator may keep a freed part's pages a while: RSS can
+    rise above the table)."""
     own = ["value", "line", "run", "block", *(("ts", "rank") if combine else ())]
-    held: dict[tuple[str, str], list[tuple[str | None, tuple[str | None] | None, pl.DataFrame]]]
-    held = {}
-    for config, source, rank, part in columns.drain():
+    held: dict[tuple[str, str], list[_Held]] = {}
+    words: list[dict[str, pl.Series]] = []  # each drained part's strings, by code
+    for config, source, rank, part, coded in columns.drain():
         cols = [c for c in own if c in part.columns]
         by = ["metric"] if config is not None else ["config", "metric"]
         if source is None:
@@ -484,35 +489,80 @@ def _drained(columns: SampleColumns, combine: bool) -> dict[tuple[str, str], Poi
         if config is None:
             cols.append("config")
         for sub in part.select([*cols, "metric"]).partition_by(by, maintain_order=True):
-            name = config if config is not None else str(sub["config"][0])
-            key = (name, str(sub["metric"][0]))
-            held.setdefault(key, []).append((source, rank, sub.drop(by)))
+            # the key by its codes (a part's list of strings holds each string once)
+            name = config if config is not None else coded["config"][sub["config"][0]]
+            key = (name, coded["metric"][sub["metric"][0]])
+            held.setdefault(key, []).append(_Held(source, rank, sub.drop(by), len(words)))
+        words.append(coded)
         del part
+    ids = _Ids(words, [h.rank for hs in held.values() for h in hs]) if combine else None
     out: dict[tuple[str, str], PointList] = {}
     cache = _GroupCache()
     for key in list(held):
-        parts = [_widened(*p, combine) for p in held.pop(key)]
+        parts = [_widened(p, words[p.part], ids) for p in held.pop(key)]
         out[key] = _key_points(parts, key, combine, cache)
     return out
 
 
-def _widened(
-    source: str | None,
-    rank: tuple[str | None] | None,
-    sub: pl.DataFrame,
-    combine: bool,
-) -> pl.DataFrame:
-    """A drained key's rows with the columns `_key_points` reads: the shared ones as
-    categoricals, `block` and `run` as nulls where the part held none."""
+class _Held(NamedTuple):
+    """A drained part's rows of one key, and what `_widened` makes them of."""
+
+    source: str | None  # every row's (None: the rows hold it)
+    rank: tuple[str | None] | None  # every row's (None: the rows hold it)
+    rows: pl.DataFrame  # strings as codes (`model.Drained`)
+    part: int  # which drained part (its strings, by code)
+
+
+class _Ids:
+    """Numbers for the timestamps and ranks of a drained table, equal where the strings
+    are equal: each part's codes into its own strings made numbers of the whole table
+    (and a rank that all of a part's rows share, by its string). `_combine_key` groups
+    by them; every part's strings are ranked at once (one sort), and no categorical is
+    made of them, which would cost about 100 bytes a distinct timestamp."""
+
+    def __init__(
+        self, words: list[dict[str, pl.Series]], shared: list[tuple[str | None] | None]
+    ) -> None:
+        import polars as pl
+
+        self.by_part: list[dict[str, pl.Series]] = [{} for _ in words]
+        self.shared: dict[str, int] = {}
+        ranks = sorted({r[0] for r in shared if r is not None and r[0] is not None})
+        for name, extra in (("ts", []), ("rank", ranks)):
+            mine = [(i, w[name]) for i, w in enumerate(words) if name in w]
+            every = pl.concat([*(w for _, w in mine), pl.Series(extra, dtype=pl.String)])
+            numbers = every.rank("dense").cast(pl.UInt32)
+            at = 0
+            for i, w in mine:
+                self.by_part[i][name] = numbers[at : at + len(w)]
+                at += len(w)
+            self.shared.update(zip(extra, numbers[at:].to_list(), strict=True))
+
+
+def _widened(held: _Held, words: dict[str, pl.Series], ids: _Ids | None) -> pl.DataFrame:
+    """A drained key's rows with the columns `_key_points` reads (with `ids`, to combine:
+    also `ts` and `rank`, as the table's numbers): the other strings as categoricals (the
+    shared ones added), `block` and `run` as nulls where the part held none."""
     import polars as pl
 
+    from .model import decoded
+
+    source, rank, rows = held.source, held.rank, held.rows
+    if ids is not None:
+        mine = ids.by_part[held.part]
+        rows = rows.with_columns(  # a null code stays null
+            mine[n].gather(rows[n]).alias(n) for n in mine if n in rows.columns
+        )
+        words = {n: w for n, w in words.items() if n not in mine}
+    sub = decoded(rows, words, pl.Categorical)
     cat = pl.Categorical
     add = [pl.lit(None, pl.Int32).alias(c) for c in ("run", "block") if c not in sub.columns]
     if source is not None:
         add.append(pl.lit(source, pl.String).cast(cat).alias("source"))
-    if combine and rank is not None:
-        add.append(pl.lit(rank[0], pl.String).cast(cat).alias("rank"))
-    order = [*_POINT, *(("ts", "rank") if combine else ())]
+    if ids is not None and rank is not None:
+        number = None if rank[0] is None else ids.shared[rank[0]]
+        add.append(pl.lit(number, pl.UInt32).alias("rank"))
+    order = [*_POINT, *(("ts", "rank") if ids is not None else ())]
     return sub.with_columns(add).select(order)  # one column order: the parts are joined
 
 

@@ -292,9 +292,11 @@ class SampleColumns:
     """Tidy rows gathered column by column; turned into a polars frame only when asked.
 
     Rows come one at a time (`add`) or as whole batches (`add_batch`). Big tables are held
-    as packed polars parts (strings as categoricals, a batch's config and source once for
-    the part, block and run numbers in 32 bits), so memory stays near 32 bytes a row; a
-    small table stays plain Python lists and never imports polars.
+    as packed polars parts: a batch's config and source once for the part, block and run
+    numbers in 32 bits, and each string column as codes into the part's own list of its
+    distinct strings (`_encoded`: one byte a row for a metric or a rank, two for the
+    timestamps of a few thousand lines). A vLLM engine line's six samples take 16 bytes
+    each. A small table stays plain Python lists and never imports polars.
     """
 
     __slots__ = (
@@ -313,6 +315,7 @@ class SampleColumns:
         "_source",
         "_ts",
         "_value",
+        "_words",
     )
 
     def __init__(self) -> None:
@@ -320,6 +323,8 @@ class SampleColumns:
         # per part: what all its rows share (config, source and, when one, rank), or None
         # when the part holds those columns
         self._part_keys: list[_PartKey | None] = []
+        # per part: the strings its coded columns' codes stand for (`_encoded`)
+        self._words: list[dict[str, pl.Series]] = []
         self._run_from = 0  # the first part of the run of parts that may still be joined
         self._run_rows = 0  # the rows of that run
         self._config: list[str] = []
@@ -381,49 +386,69 @@ class SampleColumns:
             return
         # Held in fewer bytes than read back (`lazy_parts` casts to the schema): line
         # numbers in 32 bits while they fit, block and run numbers (the parsers' own
-        # counters) in 32 bits, and a rank that all rows share once for the part.
+        # counters) in 32 bits, a rank that all rows share once for the part, and the
+        # strings as codes (`_encoded`).
         top = f["line"].max()
         narrow = isinstance(top, int) and 0 <= top < 1 << 32 and f["line"].min() >= 0  # type: ignore[operator]
-        cols = [pl.col("line").cast(pl.UInt32 if narrow else pl.Int64)]
+        cols = [f["line"].cast(pl.UInt32 if narrow else pl.Int64)]
         for name in ("block", "run"):  # all None (most batches): left out, filled when read
             if name in f.columns and f[name].null_count() < f.height:
-                cols.append(pl.col(name).cast(pl.Int32))
+                cols.append(f[name].cast(pl.Int32))
         ranks = f["rank"].unique()
         rank: tuple[str | None] | None = None
+        coded = ["ts", "metric"]
         if len(ranks) == 1:
             rank = (ranks[0],)
         else:
-            cols.append(pl.col("rank").cast(pl.Categorical))
-        cols += [pl.col(c).cast(pl.Categorical) for c in ("ts", "metric")]
-        cols.append(pl.col("value").cast(pl.Float64))
-        self._append(f.select(cols), _PartKey(config, source, rank))
+            coded.insert(0, "rank")
+        words = {}
+        for name in coded:
+            codes, words[name] = _encoded(f[name])
+            cols.append(codes)
+        cols.append(f["value"].cast(pl.Float64))
+        self._append(pl.DataFrame(cols), _PartKey(config, source, rank), words)
 
-    def _append(self, part: pl.DataFrame, key: _PartKey | None) -> None:
+    def _append(
+        self, part: pl.DataFrame, key: _PartKey | None, words: dict[str, pl.Series]
+    ) -> None:
         """Add a packed part. Consecutive parts of one source (the same key and columns)
         are joined into one once they hold `_JOIN_ROWS` rows, or when another source's
         part comes: a day-long log's hundreds of chunk parts become a few, and what reads
         the table part by part (a query each) runs a few times instead of hundreds."""
         parts, keys = self._parts, self._part_keys
         start = self._run_from
-        if start < len(parts) and (keys[start] != key or parts[start].schema != part.schema):
+        if start < len(parts) and (
+            keys[start] != key or _layout(parts[start], self._words[start]) != _layout(part, words)
+        ):
             self._join(start)
             start = self._run_from = len(parts)
             self._run_rows = 0
         parts.append(part)
         keys.append(key)
+        self._words.append(words)
         self._run_rows += part.height
         if self._run_rows >= _JOIN_ROWS:
             self._join(start)
             self._run_from, self._run_rows = len(parts), 0
 
     def _join(self, start: int) -> None:
-        """Join parts[start:] (of one key and columns) into one part."""
+        """Join parts[start:] (of one key and columns) into one part, the codes of each
+        coded column made codes into the joined list of its strings."""
         import polars as pl
 
-        if len(self._parts) - start > 1:
-            joined = pl.concat(self._parts[start:], how="vertical", rechunk=True)
-            del self._parts[start + 1 :], self._part_keys[start + 1 :]
-            self._parts[start] = joined
+        if len(self._parts) - start < 2:
+            return
+        parts, words = self._parts[start:], self._words[start:]
+        cols, joined = [], {}
+        for name in parts[0].columns:
+            if name in words[0]:
+                codes, joined[name] = _recoded([p[name] for p in parts], [w[name] for w in words])
+                cols.append(codes)
+            else:
+                cols.append(pl.concat([p[name] for p in parts], rechunk=True))
+        del self._parts[start + 1 :], self._part_keys[start + 1 :], self._words[start + 1 :]
+        self._parts[start] = pl.DataFrame(cols)
+        self._words[start] = joined
 
     def extend(self, other: SampleColumns) -> None:
         """Append every row of another table."""
@@ -431,6 +456,7 @@ class SampleColumns:
             self._pack()
             self._parts.extend(other._parts)
             self._part_keys.extend(other._part_keys)
+            self._words.extend(other._words)
             # the other table's parts are not joined
             self._run_from, self._run_rows = len(self._parts), 0
         for name in SAMPLE_COLUMNS:
@@ -445,9 +471,11 @@ class SampleColumns:
         part = pl.DataFrame(
             {name: getattr(self, "_" + name) for name in SAMPLE_COLUMNS}, schema=_schema()
         )
-        self._append(
-            part.with_columns(pl.col(c).cast(pl.Categorical) for c in _STRING_COLUMNS), None
-        )
+        words = {}
+        for name in _STRING_COLUMNS:
+            codes, words[name] = _encoded(part[name])
+            part = part.with_columns(codes)
+        self._append(part, None, words)
         for name in SAMPLE_COLUMNS:
             getattr(self, "_" + name).clear()
 
@@ -498,8 +526,8 @@ class SampleColumns:
     def metric_names(self) -> set[str]:
         """The metrics present (without building the table)."""
         names = set(self._metric)
-        for part in self._parts:
-            names.update(str(m) for m in part["metric"].unique().to_list())
+        for words in self._words:  # each string of a part's list is some row's
+            names.update(words["metric"].to_list())
         return names
 
     def first_ts(self, sources: Iterable[str]) -> dict[str, str]:
@@ -559,9 +587,13 @@ class SampleColumns:
 
         self._join(self._run_from)
         self._run_from, self._run_rows = len(self._parts), 0
+        text = pl.Categorical if categorical else pl.String
         parts = [
-            p.lazy() if key is None else p.lazy().with_columns(key.columns())
-            for p, key in zip(self._parts, self._part_keys, strict=True)
+            p.lazy().with_columns(
+                [_decoded(name, w, text) for name, w in words.items()]
+                + ([] if key is None else key.columns())
+            )
+            for p, key, words in zip(self._parts, self._part_keys, self._words, strict=True)
         ]
         if self._value or not parts:
             held = pl.DataFrame(
@@ -569,7 +601,6 @@ class SampleColumns:
             )
             parts.append(held.lazy())
         schema = _schema()
-        text = pl.Categorical if categorical else pl.String
         out = []
         keys = [*self._part_keys, *([None] if len(parts) > len(self._part_keys) else [])]
         for lf, key in zip(parts, keys, strict=True):
@@ -595,20 +626,22 @@ class SampleColumns:
         needs the rows once and keeps what it makes of them (`analyze(..., consume=True)`),
         so that a day-long log's table is not held beside it. A part comes with its
         columns as stored (narrow integers, strings as categoricals, `block` and `run`
-        only where some row has one) and what all its rows share, held once."""
+        only where some row has one, strings as codes with the strings they stand for)
+        and what all its rows share, held once."""
         self._pack()
         self._join(self._run_from)
-        parts, keys = self._parts, self._part_keys
-        self._parts, self._part_keys = [], []
+        parts, keys, words = self._parts, self._part_keys, self._words
+        self._parts, self._part_keys, self._words = [], [], []
         self._run_from = self._run_rows = 0
         parts.reverse()
         keys.reverse()
+        words.reverse()
         while parts:
-            part, key = parts.pop(), keys.pop()
+            part, key, coded = parts.pop(), keys.pop(), words.pop()
             if key is None:
-                yield Drained(None, None, None, part)
+                yield Drained(None, None, None, part, coded)
             else:
-                yield Drained(key.config, key.source, key.rank, part)
+                yield Drained(key.config, key.source, key.rank, part, coded)
             del part
 
     def frame(self) -> pl.DataFrame:
@@ -681,14 +714,90 @@ def _mend(fh: BinaryIO) -> bool:
 
 
 class Drained(NamedTuple):
-    """A part of a drained table (`SampleColumns.drain`): its rows, and the config, source
+    """A part of a drained table (`SampleColumns.drain`): its rows, the config, source
     and rank all of them share where the part holds no such column (None: it holds it;
-    `rank` is a 1-tuple of the shared rank)."""
+    `rank` is a 1-tuple of the shared rank), and the strings of each coded column of the
+    frame, by code (`words[name][code]`; `decoded` makes the strings again)."""
 
     config: str | None
     source: str | None
     rank: tuple[str | None] | None
     frame: pl.DataFrame
+    words: dict[str, pl.Series]
+
+
+def _code_type(n: int) -> Any:
+    """The narrowest unsigned type of codes into n strings."""
+    import polars as pl
+
+    return pl.UInt8 if n <= 1 << 8 else pl.UInt16 if n <= 1 << 16 else pl.UInt32
+
+
+def _encoded(column: pl.Series) -> tuple[pl.Series, pl.Series]:
+    """A column of strings as codes into the list of its distinct strings (in the order
+    first seen; a null is a null code), the codes in the narrowest unsigned type.
+
+    Only the first row of each run of equal rows is looked up: the samples of one line
+    share its timestamp, and a line's rank and metrics repeat, so a part's few thousand
+    distinct strings are hashed about once a line, not once a row."""
+    import numpy as np
+    import polars as pl
+
+    strings = column.cast(pl.String)
+    new = strings.ne_missing(strings.shift(1)).to_numpy()
+    if len(new):
+        new[0] = True
+    starts = np.flatnonzero(new)
+    heads = strings.gather(starts)
+    words = _copied(heads.drop_nulls().unique(maintain_order=True))
+    codes = heads.cast(pl.Enum(words)).to_physical().cast(_code_type(len(words)))
+    if len(starts) < len(strings):
+        codes = codes.gather(np.cumsum(new) - 1)
+    return codes.alias(column.name), words
+
+
+def _copied(strings: pl.Series) -> pl.Series:
+    """Strings of their own. A polars column of strings taken from others (a gather, a
+    slice, `unique`) points into the buffers of those (a chunk's whole text, where a
+    parser sliced its timestamps from the lines), and would keep them alive with the
+    part; `shrink_to_fit` does not always copy them out."""
+    import polars as pl
+
+    return pl.Series(strings.name, strings.to_list(), pl.String)
+
+
+def _recoded(codes: list[pl.Series], words: list[pl.Series]) -> tuple[pl.Series, pl.Series]:
+    """Columns of codes, each into its own list of strings, as one column of codes into
+    the joined list (each string once)."""
+    import polars as pl
+
+    joined = _copied(pl.concat(words).unique(maintain_order=True))
+    kind = _code_type(len(joined))
+    moved = [
+        w.cast(pl.Enum(joined)).to_physical().cast(kind).gather(c)  # a null code stays null
+        for c, w in zip(codes, words, strict=True)
+    ]
+    return pl.concat(moved, rechunk=True).alias(codes[0].name), joined
+
+
+def _decoded(name: str, words: pl.Series, kind: Any) -> pl.Expr:
+    """A coded column as its strings (of type `kind`: String or Categorical)."""
+    import polars as pl
+
+    return pl.lit(words.cast(kind)).gather(pl.col(name)).alias(name)
+
+
+def decoded(frame: pl.DataFrame, words: dict[str, pl.Series], kind: Any) -> pl.DataFrame:
+    """A drained frame (`Drained`) with the strings of its coded columns, of type `kind`
+    (String or Categorical); the other columns as they are."""
+    have = [_decoded(n, w, kind) for n, w in words.items() if n in frame.columns]
+    return frame.with_columns(have) if have else frame
+
+
+def _layout(part: pl.DataFrame, words: dict[str, pl.Series]) -> list[tuple[str, Any]]:
+    """A part's columns and their types, a coded column's whatever the width of its codes:
+    parts of one layout can be joined (`SampleColumns._join`)."""
+    return [(n, None if n in words else t) for n, t in part.schema.items()]
 
 
 class _PartKey(NamedTuple):

@@ -8,6 +8,8 @@ from typing import Any
 
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 from sessionlens import _progress, group, model
@@ -103,12 +105,74 @@ def test_a_sources_consecutive_parts_are_joined(monkeypatch: pytest.MonkeyPatch,
     # or by the next source; one part per source and the packed rows, the last run joined
     # when the table is read
     assert (n_parts, len(cols._parts)) == {1: (40, 40), 8: (21, 21), 1000: (25, 3)}[join]
+    layouts = [model._layout(p, w) for p, w in zip(cols._parts, cols._words, strict=True)]
     assert all(
-        a != b or pa.schema != pb.schema or pa.height >= join
-        for a, b, pa, pb in zip(
-            cols._part_keys, cols._part_keys[1:], cols._parts, cols._parts[1:], strict=False
+        a != b or la != lb or pa.height >= join
+        for a, b, la, lb, pa in zip(
+            cols._part_keys, cols._part_keys[1:], layouts, layouts[1:], cols._parts, strict=False
         )
     )
+
+
+_WORDS = st.lists(st.one_of(st.none(), st.sampled_from(["", "a", "TP0", "10:00:01", "é"])))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_WORDS, st.integers(0, 300))
+def test_strings_are_held_as_codes_into_their_distinct_strings(
+    words: list[str | None], many: int
+) -> None:
+    """A string column as codes: the strings again by code (None as a null code), each
+    distinct string once in the order first seen, codes in the narrowest unsigned type
+    (past 256 distinct strings, two bytes)."""
+    rows = words + [f"w{i}" for i in range(many)]
+    codes, found = model._encoded(pl.Series("ts", rows, pl.String))
+    assert codes.name == "ts"
+    assert codes.len() == len(rows)
+    assert found.to_list() == list(dict.fromkeys(w for w in rows if w is not None))
+    assert codes.dtype == (pl.UInt8 if len(found) <= 256 else pl.UInt16)
+    assert found.gather(codes).to_list() == rows
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_WORDS, min_size=1, max_size=5))
+def test_parts_codes_join_into_codes_of_one_list(parts: list[list[str | None]]) -> None:
+    """Parts' codes, each into its own strings, joined: codes into one list holding each
+    string once, giving every row's string."""
+    coded = [model._encoded(pl.Series("rank", p, pl.String)) for p in parts]
+    codes, found = model._recoded([c for c, _ in coded], [w for _, w in coded])
+    rows = [w for p in parts for w in p]
+    assert found.n_unique() == found.len()
+    assert codes.name == "rank"
+    assert found.gather(codes).to_list() == rows
+
+
+def test_a_batch_is_held_in_few_bytes_a_row() -> None:
+    """An engine line's samples (several ranks, thousands of timestamps): one byte a
+    metric and a rank, two a timestamp, four a line number and eight a value."""
+    rows = [
+        Sample(
+            "abcdef"[i % 6],
+            float(i),
+            1 + i // 6,
+            None,
+            None,
+            f"DP{i // 6 % 3}",
+            f"10:{i // 60:04d}",
+        )
+        for i in range(60_000)
+    ]  # 6 metrics a line, 3 ranks, 1,000 timestamps
+    cols = SampleColumns()
+    cols.add_batch("c", "a.log", _batch(rows))
+    (part,) = cols._parts
+    assert dict(part.schema) == {
+        "line": pl.UInt32,
+        "rank": pl.UInt8,
+        "ts": pl.UInt16,
+        "metric": pl.UInt8,
+        "value": pl.Float64,
+    }
+    assert cols.frame()["ts"].to_list() == [s.ts for s in rows]
 
 
 def test_extend_appends_packed_and_held_rows(monkeypatch: pytest.MonkeyPatch) -> None:

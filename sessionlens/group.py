@@ -542,28 +542,33 @@ class _Ids:
 def _widened(held: _Held, words: dict[str, pl.Series], ids: _Ids | None) -> pl.DataFrame:
     """A drained key's rows with the columns `_key_points` reads (with `ids`, to combine:
     also `ts` and `rank`, as the table's numbers): the other strings as categoricals (the
-    shared ones added), `block` and `run` as nulls where the part held none."""
+    shared ones added), `block` and `run` as nulls where the part held none. Made column
+    by column (no query a piece: a day-long log's keys have thousands of pieces)."""
     import polars as pl
 
-    from .model import decoded
-
-    source, rank, rows = held.source, held.rank, held.rows
-    if ids is not None:
-        mine = ids.by_part[held.part]
-        rows = rows.with_columns(  # a null code stays null
-            mine[n].gather(rows[n]).alias(n) for n in mine if n in rows.columns
-        )
-        words = {n: w for n, w in words.items() if n not in mine}
-    sub = decoded(rows, words, pl.Categorical)
-    cat = pl.Categorical
-    add = [pl.lit(None, pl.Int32).alias(c) for c in ("run", "block") if c not in sub.columns]
-    if source is not None:
-        add.append(pl.lit(source, pl.String).cast(cat).alias("source"))
-    if ids is not None and rank is not None:
-        number = None if rank[0] is None else ids.shared[rank[0]]
-        add.append(pl.lit(number, pl.UInt32).alias("rank"))
-    order = [*_POINT, *(("ts", "rank") if ids is not None else ())]
-    return sub.with_columns(add).select(order)  # one column order: the parts are joined
+    rows, n = held.rows, held.rows.height
+    mine = ids.by_part[held.part] if ids is not None else {}
+    cols = []
+    for name in [*_POINT, *(("ts", "rank") if ids is not None else ())]:
+        if name in rows.columns:
+            col = rows[name]
+            if name in mine:  # a null code stays null
+                col = mine[name].gather(col)
+            elif name in words:
+                col = words[name].cast(pl.Categorical).gather(col)
+        elif name in ("run", "block"):
+            col = pl.repeat(None, n, dtype=pl.Int32, eager=True)
+        elif name == "source":
+            one = pl.Series([held.source], dtype=pl.String).cast(pl.Categorical)
+            col = one.new_from_index(0, n)
+        else:  # the rank all the part's rows share, as the table's number
+            assert ids is not None
+            assert held.rank is not None
+            rank = held.rank[0]
+            one = pl.Series([None if rank is None else ids.shared[rank]], dtype=pl.UInt32)
+            col = one.new_from_index(0, n)
+        cols.append(col.alias(name))
+    return pl.DataFrame(cols)  # one column order: the parts are joined
 
 
 def _batched(frames: Iterable[pl.DataFrame], rows: int = 1 << 20) -> Iterator[pl.DataFrame]:

@@ -717,7 +717,7 @@ class Drained(NamedTuple):
     """A part of a drained table (`SampleColumns.drain`): its rows, the config, source
     and rank all of them share where the part holds no such column (None: it holds it;
     `rank` is a 1-tuple of the shared rank), and the strings of each coded column of the
-    frame, by code (`words[name][code]`; `decoded` makes the strings again)."""
+    frame, by code (`words[name][code]`)."""
 
     config: str | None
     source: str | None
@@ -785,13 +785,6 @@ def _decoded(name: str, words: pl.Series, kind: Any) -> pl.Expr:
     import polars as pl
 
     return pl.lit(words.cast(kind)).gather(pl.col(name)).alias(name)
-
-
-def decoded(frame: pl.DataFrame, words: dict[str, pl.Series], kind: Any) -> pl.DataFrame:
-    """A drained frame (`Drained`) with the strings of its coded columns, of type `kind`
-    (String or Categorical); the other columns as they are."""
-    have = [_decoded(n, w, kind) for n, w in words.items() if n in frame.columns]
-    return frame.with_columns(have) if have else frame
 
 
 def _layout(part: pl.DataFrame, words: dict[str, pl.Series]) -> list[tuple[str, Any]]:

@@ -48,6 +48,7 @@ STAGES: list[tuple[Any, str, str]] = [
     (vllm_fast.ChunkRun, "_match", "vLLM lines: match layouts"),
     (vllm_fast.ChunkRun, "_read", "vLLM lines: read values"),
     (vllm_fast.ChunkRun, "run", "vLLM: the walk and hand-over of samples"),
+    (model.SampleColumns, "add_batch", "hold a batch of samples (`SampleColumns.add_batch`)"),
     (model.SampleColumns, "write_parquet", "write the Parquet file (`sink_parquet`)"),
 ]
 

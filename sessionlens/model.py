@@ -737,22 +737,43 @@ def _encoded(column: pl.Series) -> tuple[pl.Series, pl.Series]:
     """A column of strings as codes into the list of its distinct strings (in the order
     first seen; a null is a null code), the codes in the narrowest unsigned type.
 
-    Only the first row of each run of equal rows is looked up: the samples of one line
-    share its timestamp, and a line's rank and metrics repeat, so a part's few thousand
-    distinct strings are hashed about once a line, not once a row."""
+    A categorical column (what the fast paths hand over) is coded from its categories'
+    numbers, no string made a row. Of other columns, only the first row of each run of
+    equal rows is looked up: the samples of one line share its timestamp, and a line's
+    rank and metrics repeat, so their strings are hashed about once a line."""
     import numpy as np
     import polars as pl
 
-    strings = column.cast(pl.String)
-    new = strings.ne_missing(strings.shift(1)).to_numpy()
-    if len(new):
-        new[0] = True
-    starts = np.flatnonzero(new)
-    heads = strings.gather(starts)
-    words = _copied(heads.drop_nulls().unique(maintain_order=True))
-    codes = heads.cast(pl.Enum(words)).to_physical().cast(_code_type(len(words)))
-    if len(starts) < len(strings):
-        codes = codes.gather(np.cumsum(new) - 1)
+    if not isinstance(column.dtype, pl.Categorical):
+        strings = column.cast(pl.String)
+        new = strings.ne_missing(strings.shift(1)).to_numpy()
+        if len(new):
+            new[0] = True
+        starts = np.flatnonzero(new)
+        heads = strings.gather(starts)
+        words = _copied(heads.drop_nulls().unique(maintain_order=True))
+        codes = heads.cast(pl.Enum(words)).to_physical().cast(_code_type(len(words)))
+        if len(starts) < column.len():
+            codes = codes.gather(np.cumsum(new) - 1)
+    else:  # coded from the categories' numbers: no string made a row
+        keys = column.to_physical()
+        first = keys.arg_unique()  # in the order first seen
+        seen = keys.gather(first)
+        first = first.filter(seen.is_not_null())
+        seen = seen.drop_nulls()
+        # strings of the categories, which outlive the column anyway: no chunk text held
+        words = column.gather(first).cast(pl.String)
+        kind = _code_type(len(words))
+        top = seen.max()
+        local = np.arange(len(seen))
+        if not isinstance(top, int):  # no string: all null
+            codes = keys.cast(kind)
+        elif top > 16 * len(keys) + (1 << 16):  # sparse numbers
+            codes = keys.replace_strict(seen, pl.Series(local), return_dtype=kind).cast(kind)
+        else:
+            lut = np.zeros(top + 1, np.int64)
+            lut[seen.to_numpy()] = local
+            codes = pl.Series(lut).cast(kind).gather(keys)  # a null number stays null
     return codes.alias(column.name), words
 
 

@@ -126,12 +126,25 @@ def test_strings_are_held_as_codes_into_their_distinct_strings(
     distinct string once in the order first seen, codes in the narrowest unsigned type
     (past 256 distinct strings, two bytes)."""
     rows = words + [f"w{i}" for i in range(many)]
-    codes, found = model._encoded(pl.Series("ts", rows, pl.String))
-    assert codes.name == "ts"
-    assert codes.len() == len(rows)
-    assert found.to_list() == list(dict.fromkeys(w for w in rows if w is not None))
-    assert codes.dtype == (pl.UInt8 if len(found) <= 256 else pl.UInt16)
-    assert found.gather(codes).to_list() == rows
+    for kind in (pl.String, pl.Categorical):  # the fast paths hand over categoricals
+        codes, found = model._encoded(pl.Series("ts", rows, pl.String).cast(kind))
+        assert codes.name == "ts"
+        assert codes.len() == len(rows)
+        assert found.dtype == pl.String
+        assert found.to_list() == list(dict.fromkeys(w for w in rows if w is not None))
+        assert codes.dtype == (pl.UInt8 if len(found) <= 256 else pl.UInt16)
+        assert found.gather(codes).to_list() == rows
+
+
+def test_a_categorical_is_coded_whatever_its_categories_numbers() -> None:
+    """A categorical's numbers count every string the process made categorical: a column
+    of few strings whose numbers are far apart is coded as densely as one of close ones."""
+    pl.Series([f"far{i}" for i in range(200_000)]).cast(pl.Categorical)
+    rows = ["far199999", None, "far5", "far199999", "near"]
+    codes, found = model._encoded(pl.Series("rank", rows).cast(pl.Categorical))
+    assert codes.to_list() == [0, None, 1, 0, 2]
+    assert codes.dtype == pl.UInt8
+    assert found.to_list() == ["far199999", "far5", "near"]
 
 
 @settings(max_examples=200, deadline=None)

@@ -53,6 +53,9 @@ _LATENCY = re.compile(
 )
 _SECONDS = re.compile(r"^(?P<num>\S+)\s+seconds?\b")
 _NAMESPACE = re.compile(r"^\s*Namespace\((?P<body>.*)$")
+# The console's result lines: no part of a JSON document, so one ends a document left open
+# (a `{` pasted alone, a document cut before the console output resumes).
+_CONSOLE = (_THROUGHPUT, _TOTALS, _LATENCY, _NAMESPACE)
 
 # ------------------------------------------------------------------ JSON documents
 
@@ -280,6 +283,8 @@ class Reader:
         assert doc is not None
         if not doc.stack:
             return False
+        if any(rx.match(text) for rx in _CONSOLE):
+            return False  # a result line of the console: the document was cut before it
         container, path = doc.stack[-1]
         if stripped in ("}", "},", "]", "],"):
             if (stripped[0] == "}") == isinstance(container, dict):

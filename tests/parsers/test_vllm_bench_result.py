@@ -109,6 +109,18 @@ def test_a_document_line_pasted_in_between_is_no_part_of_it() -> None:
     assert [d.code for d in cut.diagnostics] == ["truncated-value", "truncated-output"]
 
 
+def test_a_document_left_open_ends_at_the_console_result_after_it() -> None:
+    """A `{` pasted alone (or a document cut) and then the console's output: the result
+    lines are read, not taken for lines pasted inside the document."""
+    console = (HERE / "throughput-0.8.5-namespace-engine-lines.log").read_text()
+    for head in ("{\n", '{\n    "elapsed_time": 45.4,\n'):
+        r = parse_text(head + console, path="t.log")
+        assert values(r, "request_throughput_req_s") == [22.01]
+        assert values(r, "output_throughput_tok_s") == [2817.35]
+        assert r.sources[0].blocks[-1].settings["input_len"] == 1024
+        assert [d.code for d in r.diagnostics] == ["truncated-output"]
+
+
 def test_save_result_document_reads_as_the_one_line_record_does() -> None:
     """The split: one line is vllm-bench-serve's (since 0.1), a document over several
     lines this format's; both are read by the same record reader."""

@@ -535,6 +535,30 @@ def test_polars_cleaning_is_clean() -> None:
     assert got == [_lines.clean(x) for x in lines]
 
 
+def test_polars_lines_clean_every_noisy_line() -> None:
+    """The noise is looked for as parts ORed (and bidi controls only in a chunk holding
+    their first byte): every line any part of `NOISE_RX` finds is cleaned as `clean` does,
+    and a chunk holding a bidi control is read line by line."""
+    rng = random.Random(11)
+    alphabet = ["\x1b", "[", "1", ";", "m", "*", "**", "`", "~", ">", " ", "a", "\u202e",
+                "\u2067", "\u2070", "\xe9", "\u20ac", "[0m", "Decode batch"]  # fmt: skip
+    bidi = re.compile(_lines.BIDI_RX)
+    for _ in range(300):
+        lines = [
+            "".join(rng.choice(alphabet) for _ in range(rng.randrange(12)))
+            for _ in range(rng.randrange(1, 20))
+        ]
+        data = ("\n".join(lines) + "\n").encode()
+        got = _lines.polars_lines(_lines.Chunk(1, data))
+        if any(bidi.search(x) for x in lines):
+            assert got is None
+            continue
+        assert got is not None
+        assert got[0].to_list() == [_lines.clean(x) for x in lines]
+        flagged = pl.Series(lines).str.contains(_lines.NOISE_RX).to_list()
+        assert flagged == [re.search(_lines.NOISE_RX, x) is not None for x in lines]
+
+
 def test_polars_splits_lines_as_the_line_reader_does(monkeypatch: pytest.MonkeyPatch) -> None:
     data = (
         b'a\n\n  spaced  \n\ttab\n"quoted",x\n#hash\n\xc3\xa9t\xc3\xa9\n,,\n'

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from .. import metrics
 from .._lines import Line, SourceText
-from ..model import BlockStart, BlockStarts, Record, Sample
+from ..model import BlockStart, BlockStarts, Record, Sample, present_codes
 from ._fields import TIMESTAMP, decimals_of, last_timestamp, percent, rank_of, read_number
 from .base import ParseContext, PhasePlan, RankSpans
 
@@ -180,7 +180,7 @@ class Reader:
         plan.taken.append((b0, index))
         r0, r1 = int(plan.run_rows[lo]), int(plan.run_rows[hi])
         self.ctx.count("phase", r1 - r0)
-        for li in np.unique(plan.layout[r0:r1]).tolist():
+        for li in present_codes(plan.layout[r0:r1]):
             self._names.add(plan.layouts[li].name)
         b = b1 - 1  # the last block's slugs, in order
         lines = plan.layout[plan.starts[b] : plan.lasts[b] + 1].tolist()
@@ -573,13 +573,15 @@ def _by_layout(
     import polars as pl
 
     exprs: dict[str, tuple[pl.Expr, list[int]]] = {}
-    for li in np.unique(lay).tolist():
+    for li in present_codes(lay):
         expr = read(layouts[li])
         if expr is not None:
             exprs.setdefault(str(expr), (expr, []))[1].append(li)
-    out = pl.Series([None] * text.len(), dtype=pl.String).cast(pl.Categorical)
+    out = pl.repeat(None, text.len(), dtype=pl.Categorical, eager=True)
     for expr, lis in exprs.values():
-        mask = np.isin(lay, lis)
+        mask = np.zeros(len(layouts), np.bool_)
+        mask[lis] = True
+        mask = mask[lay]
         if mask.all():
             return text.to_frame("t").select(expr.cast(pl.Categorical)).to_series()
         at = np.flatnonzero(mask)

@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any
 
 from ... import _lines
 from ..._lines import Chunk, Line, SourceText
-from ...model import BATCH_COLUMNS, Record, Sample, SampleBatch, batch_columns, batch_schema
+from ...model import (
+    BATCH_COLUMNS,
+    Record,
+    Sample,
+    SampleBatch,
+    batch_columns,
+    batch_schema,
+    present_codes,
+)
 from .._fields import RANK_TAG, rank_of
 from ..base import PhasePlan
 from . import ranks
@@ -828,12 +836,11 @@ class ChunkRun:
     ) -> dict[int, tuple[npt.NDArray[np.int64], pl.DataFrame]]:
         """Per layout, its rows among batch positions `pos` and their timestamps and
         values (one polars query per layout, run at once)."""
-        import numpy as np
         import polars as pl
 
         f = self.f
         lay_of = self.b_layout[pos]
-        layouts = np.unique(lay_of).tolist()
+        layouts = present_codes(lay_of)
         parts = [pos[lay_of == li] for li in layouts]
         found = pl.collect_all(
             [
@@ -899,7 +906,7 @@ class ChunkRun:
         value = np.empty(total, np.float64)
         metric = np.empty(total, np.int64)
         owner = np.empty(total, np.int64)
-        layouts = np.unique(lay_of).tolist()
+        layouts = present_codes(lay_of)
         found = [self._values(li, pos[lay_of == li]) for li in layouts]
         ts_parts: list[pl.Series] = []
         ts_rows: list[npt.NDArray[np.int64]] = []

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from ... import _lines
 from ..._lines import Chunk, Line
-from ...model import BATCH_COLUMNS, Record, Sample, SampleBatch, batch_columns
+from ...model import BATCH_COLUMNS, Record, Sample, SampleBatch, batch_columns, present_codes
 from .._fields import VALUE_NUMBER, keyed_fields, lookup_field
 from ..base import ParseContext
 from . import (
@@ -548,7 +548,7 @@ class ChunkRun:
         self.ranks: dict[int, pl.Series] = {}  # strings
         read = np.flatnonzero(self.layout >= 0)
         self.kind = np.full(self.n, -1, np.int8)
-        for li in np.unique(self.layout[read]).tolist():
+        for li in present_codes(self.layout[read]):
             lay = f.layouts[li]
             rows = read[self.layout[read] == li]
             cols: dict[str, pl.Expr] = {
@@ -789,7 +789,7 @@ class ChunkRun:
                 if o.pct:
                     vals[:, j] = np.rint(vals[:, j] * 10.0**o.dec) / 10.0 ** (o.dec + 2)
             codes = np.array([metrics.setdefault(o.metric, len(metrics)) for o in lay.outputs])
-            none = pl.Series([None] * len(sel), dtype=pl.String)
+            none = pl.repeat(None, len(sel), dtype=pl.String, eager=True)
             parts.append(
                 (
                     rows[sel],

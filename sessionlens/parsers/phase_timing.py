@@ -158,7 +158,7 @@ class Reader:
                     break
                 layouts = list(self._layouts)
             _match(cand, layout, layouts, layouts.index(new))
-        return _plan(t, rows, layout, layouts)
+        return _plan(t, rows, layout, layouts, cand)
 
     def take(self, plan: PhasePlan, lo: int, hi: int, first: int) -> BlockStarts | None:
         """Feed the plan's runs `lo` to `hi` (their lines, and the line after each, which
@@ -362,7 +362,6 @@ _MAX_LAYOUTS = 64
 _LEARN_PER_CHUNK = 8
 _MS_SHAPE = re.compile(r"[0-9]{1,8}(?:\.(?P<d>[0-9]{1,6}))?")
 _SHARE_SHAPE = re.compile(r"(?P<gap> *)\( *[0-9]{1,3}(?:\.(?P<d>[0-9]{1,6}))?%\)")
-_STARTS_RX = r"ms/cyc|SpecDecodeWorker stage times"  # a line `starts` is true of
 _TOTALS = ("verify_ms_per_cycle", "verify_share", "draft_ms_per_cycle", "cycle_ms")
 _RX_META = frozenset("\\.+*?()|[]{}^$#&-~")
 
@@ -610,6 +609,10 @@ def _exact_sum(
     whether the block has such a line. Exact: integers below 2**53, divided once."""
     import numpy as np
 
+    if len(dec) and dec.min() == dec.max():  # one number of decimals: a plain sum
+        has = np.logical_or.reduceat(mask, starts)
+        total = np.add.reduceat(np.where(mask, ints, 0), starts)
+        return total / 10.0 ** np.where(has, int(dec[0]), 0), has
     top = np.maximum.reduceat(np.where(mask, dec, -1), starts)
     scale = np.where(mask, 10 ** np.maximum(top[blk] - dec, 0), 0)
     total = np.add.reduceat(ints * scale, starts)
@@ -621,9 +624,11 @@ def _plan(
     rows: npt.NDArray[np.int64],
     layout: npt.NDArray[np.int64],
     layouts: list[_Layout],
+    cand: pl.Series | None = None,
 ) -> _Plan:
     """The runs of matched candidates feeding would read alike, their blocks (a name that
-    repeats, or the line after the run, ends one) and their samples (`_Plan.samples`)."""
+    repeats, or the line after the run, ends one) and their samples (`_Plan.samples`);
+    `cand`, when given, the candidates' lines (`t.gather(rows)`)."""
     import numpy as np
     import polars as pl
 
@@ -640,7 +645,10 @@ def _plan(
     inside = (edge >= 0) & (edge < n)
     phase_edge = np.zeros(len(edge), np.bool_)
     if inside.any():
-        phase_edge[inside] = t.gather(edge[inside]).str.contains(_STARTS_RX).to_numpy()
+        around = t.gather(edge[inside])  # `Reader.starts` of each: its words, ORed
+        phase_edge[inside] = np.logical_or.reduce(
+            [around.str.contains(w, literal=True).to_numpy() for w in WORDS]
+        )
     good = ~phase_edge[: len(a)] & ~phase_edge[len(a) :] & (prow[e - 1] + 1 < n)
     if not good.any():
         return _empty_plan(layouts)
@@ -684,7 +692,8 @@ def _plan(
 
     ms_dec, share_dec = per_line(lambda x: x.ms_dec), per_line(lambda x: x.share_dec)
     share_skip = per_line(lambda x: x.share_skip)
-    text = t.gather(prow)
+    # every candidate planned (a log's steady state): the candidates' lines as they are
+    text = cand if cand is not None and m == len(rows) else t.gather(prow)
     got = (
         pl.DataFrame(
             {

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
@@ -408,10 +408,12 @@ def _cell(points: Sequence[group.Point], alpha: float, session: Session) -> _Cel
         out.append(st)
         flagged.extend(int(lv.positions[i]) for i in st.outliers)
     outliers = tuple(sorted(flagged))
-    refs = []
-    for i in outliers:
-        p = points[i]
-        refs.append((p.source, p.line, p.value))
+    refs: Iterable[tuple[str, int, float]]
+    if isinstance(points, group.PointList):  # by columns: no `Point` made an outlier
+        at = points.take(_np().array(outliers, _np().int64))
+        refs = zip(at.sources, at.lines, at.values, strict=True)
+    else:
+        refs = ((p.source, p.line, p.value) for p in (points[i] for i in outliers))
     return _Cell(s, tuple(names), tuple(out), outliers, stats.print_step(column), tuple(refs))
 
 

@@ -892,11 +892,16 @@ def series_variance(values: Values) -> tuple[float, float]:
     import numpy as np
 
     x = np.asarray(values, dtype=np.float64)
-    n = len(x)
-    if n < 2:
+    if len(x) < 2:
         raise ValueError("a series needs at least 2 values")
-    mean = fmean(x)
-    var = _var(x, mean)
+    return _series_variance(x, _var(x, fmean(x)))
+
+
+def _series_variance(x: npt.NDArray[np.float64], var: float) -> tuple[float, float]:
+    """`series_variance` of an array of at least 2 values whose variance (`_var`) is `var`."""
+    import numpy as np
+
+    n = len(x)
     iid = var / n
     if var == 0 or not math.isfinite(var):
         return iid, float(n)
@@ -940,8 +945,8 @@ def launch_stat(values: Values, series: bool, step: float | None = None) -> Laun
     mean = fmean(kept)
     if len(kept) < 2:
         return LaunchStat(n, warmup, mean, None, None, 0.0, 1.0, series, flagged)
-    var = _var(kept, mean)
-    var_mean = series_variance(kept)[0] if series else var / len(kept)
+    var = _var(kept, mean)  # the variance `series_variance` takes: summed once, not twice
+    var_mean = _series_variance(kept, var)[0] if series else var / len(kept)
     raw = LaunchStat(n, warmup, mean, var, var_mean, 0.0, 0.0, series, flagged)
     return floored(raw, step)
 

@@ -624,16 +624,28 @@ class _Levels:
             ci_high=hi,
             min=s.min,
             max=s.max,
-            outliers=[
-                OutlierRef(source=src, line=line, value=value)
-                for src, line, value in cell.outlier_refs
-            ],
+            outliers=_outlier_refs(cell.outlier_refs),
             unit=metrics.get(key[1]).unit,
             warnings=list(dict.fromkeys(warnings)),
             launches=lv.launches,
             n_eff=lv.n_eff if lv.launches else None,
             warmup_dropped=lv.warmup,
         )
+
+
+def _outlier_refs(refs: Sequence[tuple[str, int, float]]) -> list[OutlierRef]:
+    """The models of (source, line, value) triples, made with Python's cyclic collector
+    paused: a day-long log flags a hundred thousand values, a collection while they are made
+    walks the whole heap (it doubled the time), and none of them is part of a cycle."""
+    import gc
+
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        return [OutlierRef(source=src, line=line, value=value) for src, line, value in refs]
+    finally:
+        if paused:
+            gc.enable()
 
 
 def analyze(session: Session, *, consume: bool = False) -> Analysis:

@@ -14,6 +14,7 @@ from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from . import _load, metrics, stats
+from ._codes import present_codes
 from ._settings import norm_value as _norm
 from ._settings import same_value
 
@@ -969,7 +970,7 @@ def by_launch(
             pos = np.searchsorted(starts, lines[mask], side="right") - 1
             code[mask] = ids[np.clip(pos, 0, len(spans) - 1)]
         is_series = src in series_sources
-        for i in np.unique(code[mask]).tolist():
+        for i in [int(ids[0])] if len(spans) == 1 else present_codes(code[mask]):
             series_of[i] = series_of.get(i, True) and is_series
     if len(launch_ids) == 1:  # one launch (most configs): no sort, no copy
         (name,) = launch_ids

@@ -726,14 +726,6 @@ class Drained(NamedTuple):
     words: dict[str, pl.Series]
 
 
-def present_codes(codes: npt.NDArray[np.integer[Any]]) -> list[int]:
-    """The distinct codes (small integers, none negative) of `codes`, ascending: what
-    `np.unique(codes).tolist()` gives, counted in one pass rather than sorted."""
-    import numpy as np
-
-    return np.flatnonzero(np.bincount(codes)).tolist() if len(codes) else []
-
-
 def _code_type(n: int) -> Any:
     """The narrowest unsigned type of codes into n strings."""
     import polars as pl

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
 from .. import metrics
+from .._codes import present_codes
 from .._lines import Line, SourceText
-from ..model import BlockStart, BlockStarts, Record, Sample, present_codes
+from ..model import BlockStart, BlockStarts, Record, Sample
 from ._fields import TIMESTAMP, decimals_of, last_timestamp, percent, rank_of, read_number
 from .base import ParseContext, PhasePlan, RankSpans
 

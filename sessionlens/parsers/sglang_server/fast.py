@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ... import _lines
+from ..._codes import present_codes
 from ..._lines import Chunk, Line, SourceText
 from ...model import (
     BATCH_COLUMNS,
@@ -26,7 +27,6 @@ from ...model import (
     SampleBatch,
     batch_columns,
     batch_schema,
-    present_codes,
 )
 from .._fields import RANK_TAG, rank_of
 from ..base import PhasePlan

@@ -20,8 +20,9 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from ... import _lines
+from ..._codes import present_codes
 from ..._lines import Chunk, Line
-from ...model import BATCH_COLUMNS, Record, Sample, SampleBatch, batch_columns, present_codes
+from ...model import BATCH_COLUMNS, Record, Sample, SampleBatch, batch_columns
 from .._fields import VALUE_NUMBER, keyed_fields, lookup_field
 from ..base import ParseContext
 from . import (

@@ -501,7 +501,8 @@ def _match(
         open_ = np.flatnonzero(layout < 0)
         if len(open_) == 0:
             return
-        hit = cand.gather(open_).str.contains(layouts[li].pattern).to_numpy()
+        lines = cand if len(open_) == cand.len() else cand.gather(open_)
+        hit = lines.str.contains(layouts[li].pattern).to_numpy()
         layout[open_[hit]] = li
 
 

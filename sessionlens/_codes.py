@@ -1,5 +1,5 @@
-"""Codes (small non-negative integers standing for layouts, launches, strings) as numpy
-arrays: helpers the fast paths and the analysis share."""
+"""Codes (integers standing for layouts, launches, rank tags, strings) as numpy arrays:
+their distinct values and places, which the fast paths and the analysis share."""
 
 from __future__ import annotations
 
@@ -9,10 +9,37 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
+_TABLE = 1 << 16  # codes spanning up to this many values are numbered by a lookup table
 
-def present_codes(codes: npt.NDArray[np.integer[Any]]) -> list[int]:
-    """The distinct codes (small integers, none negative) of `codes`, ascending: what
-    `np.unique(codes).tolist()` gives, counted in one pass rather than sorted."""
+
+def numbered(
+    codes: npt.NDArray[np.integer[Any]],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """The distinct values of integer codes, ascending, and each code's place among them
+    (what `np.unique(codes, return_inverse=True)` gives): by a lookup table when they span
+    at most `_TABLE` values (a log's few rank tags lie close together, a window holds
+    few kinds, layouts and tags), by a sort otherwise (categorical codes are global to the
+    process and may lie far apart)."""
     import numpy as np
 
-    return np.flatnonzero(np.bincount(codes)).tolist() if len(codes) else []
+    if len(codes) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    low = int(codes.min())
+    rel = codes.astype(np.int64) - low
+    span = int(rel.max()) + 1
+    if span > _TABLE:
+        uniq, inverse = np.unique(rel, return_inverse=True)
+    else:
+        present = np.zeros(span, np.bool_)
+        present[rel] = True
+        uniq = np.flatnonzero(present)
+        lut = np.empty(span, np.int64)
+        lut[uniq] = np.arange(len(uniq))
+        inverse = lut[rel]
+    return uniq + low, inverse
+
+
+def present_codes(codes: npt.NDArray[np.integer[Any]]) -> list[int]:
+    """The distinct codes of `codes`, ascending (`numbered`'s first part): what
+    `np.unique(codes).tolist()` gives, without a sort where the codes lie close together."""
+    return numbered(codes)[0].tolist()  # type: ignore[no-any-return]

@@ -410,7 +410,8 @@ def _cell(points: Sequence[group.Point], alpha: float, session: Session) -> _Cel
     outliers = tuple(sorted(flagged))
     refs: Iterable[tuple[str, int, float]]
     if isinstance(points, group.PointList):  # by columns: no `Point` made an outlier
-        at = points.take(_np().array(outliers, _np().int64))
+        np = _np()
+        at = points.take(np.array(outliers, np.int64))
         refs = zip(at.sources, at.lines, at.values, strict=True)
     else:
         refs = ((p.source, p.line, p.value) for p in (points[i] for i in outliers))

@@ -18,7 +18,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from sessionlens import _lines
+from sessionlens import _codes, _lines
 from sessionlens.model import BlockStart, BlockStarts, Sample, SampleBatch
 from sessionlens.parsers import phase_timing
 from sessionlens.parsers import sglang_server as S
@@ -289,7 +289,7 @@ def test_segment_codes_by_sort_read_the_same(
     """A window's (kind, layout, rank tags) codes and the rank tags' categorical codes are
     numbered by a lookup table when they span few values, by a sort otherwise: the sort
     path (forced here for both) reads as the line path does too."""
-    monkeypatch.setattr(F, "_CODE_TABLE", 0)
+    monkeypatch.setattr(_codes, "_TABLE", 0)
     path = tmp_path / f"gen-{seed}.log"
     path.write_bytes(generated_log(seed))
     for chunk in (700, 1 << 20):

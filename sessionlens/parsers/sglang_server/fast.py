@@ -15,10 +15,10 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ... import _lines
-from ..._codes import present_codes
+from ..._codes import numbered, present_codes
 from ..._lines import Chunk, Line, SourceText
 from ...model import (
     BATCH_COLUMNS,
@@ -69,7 +69,6 @@ _MAX_LAYOUTS = 32
 _MAX_FEEDS = 256  # batch lines `feed` takes in a chunk before the rest of it goes there too
 AHEAD = 2  # chunks prepared at once on worker threads while the main thread walks one
 _LEARN_PER_CHUNK = 8  # unread batch lines a chunk's preparation tries to learn from
-_CODE_TABLE = 1 << 16  # codes spanning up to this many values are numbered by a lookup table
 _WINDOW = 8192  # batch rows decided at once at first; the window grows while all goes well
 
 # The lines `feed` must see beside batch lines: those holding one of the reader's words.
@@ -566,7 +565,7 @@ class ChunkRun:
         codes `codes` (`text` their lines): one line of each code is sliced."""
         import numpy as np
 
-        uniq, inverse = _numbered(codes)
+        uniq, inverse = numbered(codes)
         first = np.empty(len(uniq), np.int64)
         first[inverse] = np.arange(len(inverse))  # a row of each code (which one does not matter)
         local = np.empty(len(uniq), np.int32)
@@ -727,7 +726,7 @@ class ChunkRun:
         # one code per (kind, layout, rank tags): the TP-rank rule decides per code
         code = (self.b_dec[pos].astype(np.int64) * n_layouts + self.b_layout[pos]) * n_tags
         code += self.b_tags[pos]
-        combos, inverse = _numbered(code)
+        combos, inverse = numbered(code)
         decided = np.empty(len(combos), np.int8)
         slots: dict[int, ranks.Slot] = {}
         taken: dict[tuple[str, str], str] = {}  # slot -> the rank emitting in this window
@@ -1038,30 +1037,3 @@ def _value(groups: tuple[int, ...], how: str, usage_how: tuple[str, ...]) -> pl.
     if how == "max":
         return pl.max_horizontal([one(gr, h) for gr, h in zip(groups, usage_how, strict=True)])
     return one(groups[0], how)
-
-
-def _numbered(
-    codes: npt.NDArray[np.integer[Any]],
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """The distinct values of integer codes, ascending, and each code's place among them
-    (what `np.unique(codes, return_inverse=True)` gives): by a lookup table when they span
-    at most `_CODE_TABLE` values (a log's few rank tags lie close together, a window holds
-    few kinds, layouts and tags), by a sort otherwise (categorical codes are global to the
-    process and may lie far apart)."""
-    import numpy as np
-
-    if len(codes) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    low = int(codes.min())
-    rel = codes.astype(np.int64) - low
-    span = int(rel.max()) + 1
-    if span > _CODE_TABLE:
-        uniq, inverse = np.unique(rel, return_inverse=True)
-    else:
-        present = np.zeros(span, np.bool_)
-        present[rel] = True
-        uniq = np.flatnonzero(present)
-        lut = np.empty(span, np.int64)
-        lut[uniq] = np.arange(len(uniq))
-        inverse = lut[rel]
-    return uniq + low, inverse

@@ -24,15 +24,11 @@ def numbered(
 
     if len(codes) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    low = int(codes.min())
-    rel = codes.astype(np.int64) - low
-    span = int(rel.max()) + 1
+    low, rel, span = _relative(codes)
     if span > _TABLE:
         uniq, inverse = np.unique(rel, return_inverse=True)
     else:
-        present = np.zeros(span, np.bool_)
-        present[rel] = True
-        uniq = np.flatnonzero(present)
+        uniq = _present(rel, span)
         lut = np.empty(span, np.int64)
         lut[uniq] = np.arange(len(uniq))
         inverse = lut[rel]
@@ -40,6 +36,33 @@ def numbered(
 
 
 def present_codes(codes: npt.NDArray[np.integer[Any]]) -> list[int]:
-    """The distinct codes of `codes`, ascending (`numbered`'s first part): what
-    `np.unique(codes).tolist()` gives, without a sort where the codes lie close together."""
-    return numbered(codes)[0].tolist()  # type: ignore[no-any-return]
+    """The distinct codes of `codes`, ascending: what `np.unique(codes).tolist()` gives,
+    without a sort where the codes lie close together (`numbered`'s first part, with no
+    place made for each code)."""
+    import numpy as np
+
+    if len(codes) == 0:
+        return []
+    low, rel, span = _relative(codes)
+    uniq = np.unique(rel) if span > _TABLE else _present(rel, span)
+    return (uniq + low).tolist()  # type: ignore[no-any-return]
+
+
+def _relative(
+    codes: npt.NDArray[np.integer[Any]],
+) -> tuple[int, npt.NDArray[np.int64], int]:
+    """Non-empty codes as offsets from their lowest: the lowest, the offsets, their span."""
+    import numpy as np
+
+    low = int(codes.min())
+    rel = codes.astype(np.int64) - low
+    return low, rel, int(rel.max()) + 1
+
+
+def _present(rel: npt.NDArray[np.int64], span: int) -> npt.NDArray[np.int64]:
+    """The distinct offsets (all in [0, span)), ascending, marked in a table of the span."""
+    import numpy as np
+
+    present = np.zeros(span, np.bool_)
+    present[rel] = True
+    return np.flatnonzero(present)

@@ -394,7 +394,7 @@ def report_cmd(
     can_start(display(str(logdir)))
     _import_meanwhile("scipy.special", "jinja2")
     session = load_session(
-        logdir, baseline=baseline, hypotheses=hypothesis or [], progress=not quiet
+        logdir, baseline=baseline, hypotheses=hypothesis or [], progress=not quiet, fold=True
     )
     if out is not None:
         _output.refuse_inputs(out, session.input_paths())

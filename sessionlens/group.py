@@ -357,6 +357,9 @@ def values_by_config(session: Session, keep: Collection[str] = (), consume: bool
     )
     frames: Iterable[pl.DataFrame]
     multi = bool(ranks.height and int(ranks["rank"].max()) > 1)  # type: ignore[arg-type]
+    # rows of ranks combined as read (`_rankfold`): the rows left were of a table that had
+    # ranks to combine, and are combined as they would have been
+    multi = multi or columns.folded
     if len(columns) > HOLD_ALL_ROWS:
         if consume:
             return _drained(columns, multi)
@@ -762,6 +765,29 @@ def _dp_groups(
     return _Groups(members, first, size, plain, order, at[order])
 
 
+def kahan_sums(
+    value: npt.NDArray[np.float64],
+    members: npt.NDArray[np.int64],
+    first: npt.NDArray[np.int64],
+    size: npt.NDArray[np.int64],
+) -> npt.NDArray[np.float64]:
+    """Each group's sum of `value[members[first[g] : first[g] + size[g]]]` by Kahan's
+    compensated summation in that order, from 0.0: polars' `sum` of a group of up to
+    `_KAHAN_MAX` finite values (`_combine_key`; `_rankfold` makes the same groups' sums as
+    a source is read)."""
+    import numpy as np
+
+    total = np.zeros(len(first), np.float64)
+    comp = np.zeros(len(first), np.float64)
+    for j in range(int(size.max()) if len(size) else 0):
+        at = np.flatnonzero(size > j)
+        y = value[members[first[at] + j]] - comp[at]
+        t = total[at] + y
+        comp[at] = (t - total[at]) - y
+        total[at] = t
+    return total
+
+
 def _combine_key(
     frame: pl.DataFrame, metric: str, cache: _GroupCache | None = None
 ) -> pl.DataFrame | None:
@@ -793,14 +819,7 @@ def _combine_key(
     first, size, members = g.first, g.size, g.members
     if int(size.max()) > _KAHAN_MAX:
         return None
-    total = np.zeros(len(first), np.float64)
-    comp = np.zeros(len(first), np.float64)
-    for j in range(int(size.max())):
-        at = np.flatnonzero(size > j)
-        y = value[members[first[at] + j]] - comp[at]
-        t = total[at] + y
-        comp[at] = (t - total[at]) - y
-        total[at] = t
+    total = kahan_sums(value, members, first, size)
     if metrics.get(metric).combine != "sum":
         total = total / size
     line = frame["line"].to_numpy()

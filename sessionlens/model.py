@@ -302,6 +302,7 @@ class SampleColumns:
     __slots__ = (
         "_block",
         "_config",
+        "_folded",
         "_launches",
         "_line",
         "_loads",
@@ -339,6 +340,8 @@ class SampleColumns:
         # per source, its launches (`set_launches`), and the load point of its blocks
         self._launches: dict[str, LaunchSpans] = {}
         self._loads: dict[tuple[str, int], str] = {}
+        # whether a source's ranks' rows were combined as it was read (`_rankfold`)
+        self._folded = False
 
     def set_launches(self, launches: dict[str, LaunchSpans]) -> None:
         """The launches of each source (DESIGN §5): the `launch` column. A source not named
@@ -361,6 +364,17 @@ class SampleColumns:
 
     def __len__(self) -> int:
         return len(self._value) + sum(p.height for p in self._parts)
+
+    @property
+    def folded(self) -> bool:
+        """Whether rows of a source's ranks were combined as it was read (`_rankfold`, for
+        `report`): the table then holds a group's row where it held the group's rows, and
+        the analysis combines the rows left (each alone in its group) as it would have."""
+        return self._folded
+
+    def mark_folded(self) -> None:
+        """Say that rows of ranks were combined as they were read (`folded`)."""
+        self._folded = True
 
     def add(self, config: str, source: str, s: Sample) -> None:
         """Append one sample of a source."""
@@ -461,6 +475,7 @@ class SampleColumns:
             self._run_from, self._run_rows = len(self._parts), 0
         for name in SAMPLE_COLUMNS:
             getattr(self, "_" + name).extend(getattr(other, "_" + name))
+        self._folded = self._folded or other._folded
 
     def _pack(self) -> None:
         """Move the rows held as Python lists into a packed part."""

@@ -282,6 +282,35 @@ def _markdown_notes(root: Path, pasted: Sequence[Path]) -> Iterator[dg.Diagnosti
         )
 
 
+def _parse_file(
+    file: Path,
+    config: str,
+    rel: str,
+    columns: SampleColumns,
+    fmt: str | None,
+    progress: Callable[[int], None],
+    fold: bool,
+) -> tuple[SourceInfo, list[dg.Diagnostic]]:
+    """`parse_path` into the session's table; with `fold`, into a table of the file's own
+    first, read again without folding if the fold cannot be exact (`Uncombinable`)."""
+    if not fold:
+        return parse_path(
+            file, config=config, source=rel, columns=columns, format=fmt, progress=progress
+        )
+    from ._rankfold import Uncombinable
+
+    mine = SampleColumns()
+    try:
+        got = parse_path(
+            file, config=config, source=rel, columns=mine, format=fmt, progress=progress, fold=True
+        )
+    except Uncombinable:
+        mine = SampleColumns()  # the rows read so far let go; the bar is full for this file
+        got = parse_path(file, config=config, source=rel, columns=mine, format=fmt)
+    columns.extend(mine)
+    return got
+
+
 def load_session(
     path: str | Path,
     baseline: str | None = None,
@@ -289,6 +318,7 @@ def load_session(
     progress: bool = False,
     *,
     allow_empty: bool = False,
+    fold: bool = False,
 ) -> Session:
     """Load a session folder: its configs (from `sessionlens.toml`, else its sub-folders, else
     the folder itself), every input parsed and its sample assigned to a launch and load point.
@@ -302,7 +332,9 @@ def load_session(
     `ManifestError` (a malformed `sessionlens.toml`, with its line) and `InputError` when no
     sample could be read at all (its `diagnostics` say why), as `sessionlens report` refuses
     them. `allow_empty=True` returns such a session instead (for `check`, which turns its
-    diagnostics into findings).
+    diagnostics into findings). `fold=True` combines the ranks' rows of a timestamp as
+    each source is read, as the analysis would (`_rankfold`): the same analysis from a
+    table of fewer rows, for a caller that needs only the analysis (`sessionlens report`).
     """
     root = Path(path)
     if not root.exists():
@@ -392,13 +424,14 @@ def load_session(
                     )
                 )
                 continue
-            info, file_diags = parse_path(
+            info, file_diags = _parse_file(
                 file,
-                config=config,
-                source=rel,
-                columns=columns,
-                format=spec_by_name[config].format,
-                progress=_memory.feeding(advance, _discover.display(str(file))),
+                config,
+                rel,
+                columns,
+                spec_by_name[config].format,
+                _memory.feeding(advance, _discover.display(str(file))),
+                fold,
             )
             sources.append(info)
             diags.extend(_settle(d, rel, config) for d in file_diags)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .. import _launch, _lines
 from .. import diagnostics as dg
@@ -36,6 +36,9 @@ from ..model import (
     SourceInfo,
     SummaryItem,
 )
+
+if TYPE_CHECKING:
+    from .._rankfold import RankFold
 from . import (
     aiperf,
     bench_stdout,
@@ -111,8 +114,14 @@ def parse_source(
     source: str,
     columns: SampleColumns,
     format: str | None = None,
+    fold: bool = False,
 ) -> tuple[SourceInfo, list[dg.Diagnostic]]:
-    """Parse one source into `columns`; return its provenance and its diagnostics."""
+    """Parse one source into `columns`; return its provenance and its diagnostics.
+
+    With `fold`, the ranks' rows of a timestamp are combined as they are read, as the
+    analysis would combine them (`_rankfold`; for `report`, whose table then holds one row
+    a group): raises `_rankfold.Uncombinable` when that cannot be done exactly (read the
+    source again without)."""
     if format is not None and format not in PARSERS:
         known = ", ".join(sorted(PARSERS))
         hint = did_you_mean(format, PARSERS)
@@ -122,10 +131,18 @@ def parse_source(
     fid = format or (None if kind else detect(src.head, src.name))
     ctx = ParseContext(file=source)
     batched = 0
+    folding: RankFold | None = None
+    if fold:
+        from .._rankfold import RankFold
+
+        folding = RankFold(columns, config, source)
 
     def take(batch: SampleBatch) -> None:
         nonlocal batched
-        columns.add_batch(config, source, batch)
+        if folding is not None:
+            folding.add_batch(batch)
+        else:
+            columns.add_batch(config, source, batch)
         batched += len(batch)
 
     ctx.sink = take
@@ -142,7 +159,10 @@ def parse_source(
         parser = PARSERS[fid]
         for rec in parser.parse(src, ctx):
             if isinstance(rec, Sample):
-                columns.add(config, source, rec)
+                if folding is not None:
+                    folding.add(rec)
+                else:
+                    columns.add(config, source, rec)
                 n_samples += 1
             elif isinstance(rec, Setting):
                 if rec.block is None:
@@ -161,6 +181,8 @@ def parse_source(
             else:
                 ctx.diagnostics.append(rec)
         n_samples += batched
+        if folding is not None:
+            folding.finish()
     diags = list(src.notes) + ctx.diagnostics
     is_empty = any(d.code == "empty-file" for d in src.notes)
     if fid is None and kind:
@@ -239,8 +261,10 @@ def parse_path(
     columns: SampleColumns,
     format: str | None = None,
     progress: Callable[[int], None] | None = None,
+    fold: bool = False,
 ) -> tuple[SourceInfo, list[dg.Diagnostic]]:
-    """Read and parse one file; an unreadable file is a diagnostic, not an exception."""
+    """Read and parse one file; an unreadable file is a diagnostic, not an exception.
+    `fold` as `parse_source`'s."""
     try:
         src = _lines.read(path, display=source)
     except OSError as exc:
@@ -250,7 +274,9 @@ def parse_path(
         ]
     src.progress = progress  # fed the bytes read, as they are read
     try:
-        return parse_source(src, config=config, source=source, columns=columns, format=format)
+        return parse_source(
+            src, config=config, source=source, columns=columns, format=format, fold=fold
+        )
     except OSError as exc:  # failed mid-read
         reason = exc.strerror or str(exc)
         return SourceInfo(path=source, format=None), [

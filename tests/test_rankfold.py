@@ -1,0 +1,214 @@
+"""Ranks' rows combined as a source is read (`_rankfold`, for `report`): the analysis gets
+exactly the points it makes from the whole table, on sources made to break it (repeated
+timestamps, ranks out of order, a rank twice in a second, rows without a rank, a rank that
+comes late, -0.0), in batches and slices of every size, and on every fixture."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+
+from sessionlens import _rankfold, group
+from sessionlens.analysis import analyze
+from sessionlens.model import BATCH_COLUMNS, Sample, SampleBatch, SampleColumns, batch_schema
+from sessionlens.session import load_session
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
+
+
+def _stamp(t: int) -> str:
+    return f"2025-11-14 {t // 3600 % 24:02d}:{t // 60 % 60:02d}:{t % 60:02d}"
+
+
+def _source(rng: random.Random, n_seconds: int) -> list[dict[str, Any]]:
+    """Rows as a multi-rank server log gives them: per second, each rank's phase lines
+    (a summed and an averaged metric), sometimes twice, sometimes missing a rank, lines a
+    little out of order, a Decode line of TP0, lines without rank or timestamp, and now
+    and then a timestamp printed again much later (a restart, midnight)."""
+    ranks = [f"TP{i}" for i in range(rng.choice([1, 2, 4, 8]))]
+    rows: list[dict[str, Any]] = []
+    line = 0
+    t = 0
+    for _ in range(n_seconds):
+        t += 1
+        if rng.random() < 0.01 and t > 30:
+            t -= rng.randint(2, 30)  # a timestamp printed again
+        stamp = _stamp(t)
+        batch: list[dict[str, Any]] = []
+        for _cycle in range(rng.choice([1, 1, 1, 2])):
+            for rank in ranks:
+                if rng.random() < 0.05:
+                    continue  # this rank's line comes in another second, or never
+                for metric in ("num_token", "verify_ms_per_cycle"):  # sum, mean
+                    value = rng.choice([-0.0, 0.0, 1.5, 1e-17, 3.25, rng.random() * 100])
+                    batch.append({"rank": rank, "ts": stamp, "metric": metric, "value": value})
+        if rng.random() < 0.3:
+            rank = None if rng.random() < 0.5 else ranks[0]
+            ts = stamp if rank is None or rng.random() < 0.5 else None
+            batch.append({"rank": rank, "ts": ts, "metric": "gen_throughput", "value": 1.0})
+        if len(batch) > 2 and rng.random() < 0.2:  # two lines swapped
+            i = rng.randrange(len(batch) - 1)
+            batch[i], batch[i + 1] = batch[i + 1], batch[i]
+        for row in batch:
+            line += 1
+            # now and then a row that names an earlier line (a block's totals do)
+            at = line - rng.randint(1, 5) if rng.random() < 0.03 and line > 5 else line
+            rows.append({"line": at, "block": line // 50, "run": None, **row})
+    return rows
+
+
+def _frame(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=batch_schema()).select(BATCH_COLUMNS)
+
+
+def _points(columns: SampleColumns) -> list[tuple[Any, ...]]:
+    got = group.values_by_config(SimpleNamespace(columns=columns))  # type: ignore[arg-type]
+    out = []
+    for key, pts in got.items():
+        values = np.asarray(pts._values, np.float64)
+        out.append(
+            (
+                key,
+                values.view(np.uint64).tolist(),  # bit for bit: -0.0 is not 0.0
+                [int(x) for x in pts._lines],
+                [pts._names[i] for i in pts._sources],
+                None if pts._runs is None else pts._runs.tolist(),
+                None if pts._blocks is None else pts._blocks.tolist(),
+            )
+        )
+    return out
+
+
+def _read_one(
+    rows: list[dict[str, Any]], name: str, rng: random.Random, fold: bool
+) -> SampleColumns:
+    """One source's rows into a table, in batches of random sizes (and some rows one by
+    one), through a `RankFold` if asked; read again without it when it cannot be exact
+    (as `session._parse_file` does)."""
+    mine = SampleColumns()
+    sink = _rankfold.RankFold(mine, "cfg", name) if fold else None
+    at = 0
+    try:
+        while at < len(rows):
+            size = rng.choice([1, 7, 50, 333, 5000])
+            part = rows[at : at + size]
+            at += size
+            if sink is None:
+                mine.add_batch("cfg", name, SampleBatch(_frame(part)))
+            elif size == 1 and rng.random() < 0.5:
+                r = part[0]
+                sink.add(
+                    Sample(r["metric"], r["value"], r["line"], r["block"], None, r["rank"], r["ts"])
+                )
+            else:
+                sink.add_batch(SampleBatch(_frame(part)))
+        if sink is not None:
+            sink.finish()
+    except _rankfold.Uncombinable:
+        return _read_one(rows, name, rng, fold=False)
+    return mine
+
+
+def _read(sources: list[list[dict[str, Any]]], rng: random.Random, fold: bool) -> SampleColumns:
+    columns = SampleColumns()
+    for i, rows in enumerate(sources):
+        columns.extend(_read_one(rows, f"s{i}.log", rng, fold))
+    return columns
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_fold_gives_the_analysis_its_own_points(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(seed)
+    # small slices and windows: rows wait across many slice boundaries
+    monkeypatch.setattr(_rankfold, "_SLICE", rng.choice([16, 64, 1 << 19]))
+    monkeypatch.setattr(_rankfold, "_HOT_ROWS", rng.choice([1, 8, 64]))
+    if rng.random() < 0.5:  # the per-key readers, not the whole-table one
+        monkeypatch.setattr(group, "HOLD_ALL_ROWS", 10)
+    sources = [_source(rng, rng.choice([20, 200, 600])) for _ in range(rng.choice([1, 2, 3]))]
+    plain = _read(sources, random.Random(seed), fold=False)
+    folded = _read(sources, random.Random(seed), fold=True)
+    assert _points(folded) == _points(plain)
+    if len(folded) < len(plain):  # rows were combined: the table says so
+        assert folded.folded
+
+
+def test_a_source_of_eight_ranks_holds_one_row_a_group() -> None:
+    rows = []
+    for t in range(100):
+        for r in range(8):
+            rows.append(
+                {
+                    "line": len(rows) + 1,
+                    "block": None,
+                    "run": None,
+                    "rank": f"TP{r}",
+                    "ts": _stamp(t),
+                    "metric": "verify_ms_per_cycle",
+                    "value": 30.0 + r,
+                }
+            )
+    columns = SampleColumns()
+    fold = _rankfold.RankFold(columns, "cfg", "a.log")
+    fold.add_batch(SampleBatch(_frame(rows)))
+    fold.finish()
+    assert len(columns) == 100
+    assert columns.folded
+    frame = columns.frame()
+    assert frame["rank"].null_count() == 100
+    assert frame["value"].to_list() == [33.5] * 100  # the mean of 30..37
+    assert frame["line"].to_list() == [1 + 8 * t for t in range(100)]
+
+
+def test_a_repeat_after_groups_were_made_is_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A timestamp printed again, by a rank its made groups lacked: Uncombinable."""
+    monkeypatch.setattr(_rankfold, "_SLICE", 16)
+    monkeypatch.setattr(_rankfold, "_HOT_ROWS", 1)
+    printed = [(t, r) for t in range(40) for r in (("TP0", "TP0") if t == 3 else ("TP0", "TP1"))]
+    printed.append((3, "TP1"))  # t = 3 again, by the rank its groups lacked
+    rows = [
+        {
+            "line": i + 1,
+            "block": None,
+            "run": None,
+            "rank": r,
+            "ts": _stamp(t),
+            "metric": "num_token",
+            "value": 1.0,
+        }
+        for i, (t, r) in enumerate(printed)
+    ]
+    fold = _rankfold.RankFold(SampleColumns(), "cfg", "a.log")
+    for at in range(0, len(rows) - 1, 16):  # the groups of t = 3 made and passed on
+        fold.add_batch(SampleBatch(_frame(rows[at : min(at + 16, len(rows) - 1)])))
+    with pytest.raises(_rankfold.Uncombinable):
+        fold.add_batch(SampleBatch(_frame(rows[-1:])))
+
+
+def _sessions() -> list[Path]:
+    found = [p for p in sorted((FIXTURES / "formats").iterdir()) if p.is_dir()]
+    return found + [p for p in sorted((FIXTURES / "sessions").iterdir()) if p.is_dir()]
+
+
+@pytest.mark.parametrize("folder", _sessions(), ids=lambda p: p.name)
+def test_every_fixture_reports_the_same_folded(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The analysis (the JSON report's contract) of each fixture folder, read folded in
+    slices of 32 rows, equals the analysis of the whole table."""
+    monkeypatch.setattr(_rankfold, "_SLICE", 32)
+    monkeypatch.setattr(_rankfold, "_HOT_ROWS", 4)
+    try:
+        plain = analyze(load_session(folder)).model_dump_json()
+    except Exception as exc:  # a folder no report reads (refused alike when folded)
+        with pytest.raises(type(exc)):
+            load_session(folder, fold=True)
+        return
+    assert analyze(load_session(folder, fold=True)).model_dump_json() == plain

@@ -170,3 +170,27 @@ def reading() -> str | None:
 def done() -> None:
     """Reading is over: a later MemoryError is not about a file."""
     _reading.clear()
+
+
+_libc: list[object] = []  # glibc's malloc_trim, once looked up (an empty list: none)
+
+
+def trim() -> None:
+    """Give the C heap's free pages back to the system (glibc's `malloc_trim`; nothing
+    elsewhere). numpy's arrays live there: a fold's working arrays, freed slice after
+    slice, otherwise stay resident beside the table that grows."""
+    if not _libc:
+        import ctypes
+        import ctypes.util
+        import sys
+
+        found = None
+        if sys.platform.startswith("linux"):
+            try:
+                found = ctypes.CDLL("libc.so.6").malloc_trim
+            except (OSError, AttributeError):
+                found = None
+        _libc.append(found)
+    fn = _libc[0]
+    if fn is not None:
+        fn(0)  # type: ignore[operator]

@@ -282,6 +282,11 @@ def _markdown_notes(root: Path, pasted: Sequence[Path]) -> Iterator[dg.Diagnosti
         )
 
 
+# Files from this size on are folded (`load_session`'s `fold`): below it the table is small
+# and the fold's cost (about 0.3 µs a row) buys nothing.
+FOLD_FROM = 64 << 20
+
+
 def _parse_file(
     file: Path,
     config: str,
@@ -293,7 +298,7 @@ def _parse_file(
 ) -> tuple[SourceInfo, list[dg.Diagnostic]]:
     """`parse_path` into the session's table; with `fold`, into a table of the file's own
     first, read again without folding if the fold cannot be exact (`Uncombinable`)."""
-    if not fold:
+    if not fold or _size(file) < FOLD_FROM:
         return parse_path(
             file, config=config, source=rel, columns=columns, format=fmt, progress=progress
         )

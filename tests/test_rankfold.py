@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from sessionlens import _rankfold, group
+from sessionlens import _rankfold, group, session
 from sessionlens.analysis import analyze
 from sessionlens.model import BATCH_COLUMNS, Sample, SampleBatch, SampleColumns, batch_schema
 from sessionlens.session import load_session
@@ -130,6 +130,7 @@ def test_the_fold_gives_the_analysis_its_own_points(
     # small slices and windows: rows wait across many slice boundaries
     monkeypatch.setattr(_rankfold, "_SLICE", rng.choice([16, 64, 1 << 19]))
     monkeypatch.setattr(_rankfold, "_HOT_ROWS", rng.choice([1, 8, 64]))
+    monkeypatch.setattr(_rankfold, "_MIN_GROUP", rng.choice([0.0, 0.0, 2.0]))
     if rng.random() < 0.5:  # the per-key readers, not the whole-table one
         monkeypatch.setattr(group, "HOLD_ALL_ROWS", 10)
     sources = [_source(rng, rng.choice([20, 200, 600])) for _ in range(rng.choice([1, 2, 3]))]
@@ -141,6 +142,7 @@ def test_the_fold_gives_the_analysis_its_own_points(
 
 
 def test_a_source_of_eight_ranks_holds_one_row_a_group() -> None:
+    """Eight ranks a timestamp: groups big enough for the fold (`_MIN_GROUP`)."""
     rows = []
     for t in range(100):
         for r in range(8):
@@ -171,6 +173,7 @@ def test_a_repeat_after_groups_were_made_is_read_again(monkeypatch: pytest.Monke
     """A timestamp printed again, by a rank its made groups lacked: Uncombinable."""
     monkeypatch.setattr(_rankfold, "_SLICE", 16)
     monkeypatch.setattr(_rankfold, "_HOT_ROWS", 1)
+    monkeypatch.setattr(_rankfold, "_MIN_GROUP", 0.0)
     printed = [(t, r) for t in range(40) for r in (("TP0", "TP0") if t == 3 else ("TP0", "TP1"))]
     printed.append((3, "TP1"))  # t = 3 again, by the rank its groups lacked
     rows = [
@@ -205,6 +208,8 @@ def test_every_fixture_reports_the_same_folded(
     slices of 32 rows, equals the analysis of the whole table."""
     monkeypatch.setattr(_rankfold, "_SLICE", 32)
     monkeypatch.setattr(_rankfold, "_HOT_ROWS", 4)
+    monkeypatch.setattr(_rankfold, "_MIN_GROUP", 0.0)
+    monkeypatch.setattr(session, "FOLD_FROM", 0)
     try:
         plain = analyze(load_session(folder)).model_dump_json()
     except Exception as exc:  # a folder no report reads (refused alike when folded)
@@ -212,3 +217,26 @@ def test_every_fixture_reports_the_same_folded(
             load_session(folder, fold=True)
         return
     assert analyze(load_session(folder, fold=True)).model_dump_json() == plain
+
+
+def test_small_groups_are_read_as_they_are() -> None:
+    """Two ranks a timestamp (half the rows): not worth a fold, every row kept."""
+    rows = [
+        {
+            "line": i + 1,
+            "block": None,
+            "run": None,
+            "rank": f"Engine {i % 2}",
+            "ts": _stamp(i // 2),
+            "metric": "gen_throughput",
+            "value": 1.0,
+        }
+        for i in range(200)
+    ]
+    columns = SampleColumns()
+    fold = _rankfold.RankFold(columns, "cfg", "a.log")
+    fold.add_batch(SampleBatch(_frame(rows)))
+    fold.finish()
+    assert len(columns) == 200
+    assert not columns.folded
+    assert columns.frame()["rank"].null_count() == 0

@@ -505,6 +505,28 @@ def test_server_args_and_capacity_lines_are_settings() -> None:
     assert "available_gpu_mem" not in s  # launch noise (DESIGN §4)
 
 
+@pytest.mark.parametrize(
+    ("sizes", "gb"),
+    [
+        ("K size: 27.78 GB, V size: 27.78 GB", 55.56),
+        ("K size: 27.78 GB, V size: 27.78. GB", None),  # found by the fuzzer: no float('27.78.')
+        ("K size: 1.2.3 GB, V size: 1 GB", None),
+        ("KV size: 16.42. GB", None),
+        ("KV size: . GB", None),
+    ],
+)
+def test_kv_cache_sizes_are_read_as_numbers_or_not_at_all(sizes: str, gb: float | None) -> None:
+    text = f"[2025-07-06 10:00:13 TP0] KV Cache is allocated. #tokens: 1040234, {sizes}\n" + dec(
+        "TP0"
+    )
+    r = parse_text(text, format="sglang-server")
+    s = r.sources[0].settings
+    assert s["kv_cache_tokens"] == 1040234
+    assert s.get("kv_cache_gb") == gb
+    unread = [d for d in r.diagnostics if d.code == "unparsed-line" and d.line == 1]
+    assert len(unread) == (gb is None)
+
+
 def test_no_accept_len_no_bonus_setting() -> None:
     assert "accept_len_counts_bonus" not in settings_of(dec("TP0"))
 

@@ -681,11 +681,13 @@ class Reader:
             return
         self._kv_seen = True
         yield Setting("kv_cache_tokens", int(m.group("n")), ln.no)
-        if m.group("kv") is not None:
-            size = float(m.group("kv"))
-        else:
-            size = round(float(m.group("k")) + float(m.group("v")), 4)
-        yield Setting("kv_cache_gb", size, ln.no)
+        # `[\d.]+` also takes `27.78.`: each size is read as a number, or not at all
+        parts = [m.group("kv")] if m.group("kv") is not None else [m.group("k"), m.group("v")]
+        sizes = [read_number(p, at_end=False, line_cut=ln.cut).value for p in parts]
+        if any(v is None for v in sizes):
+            self.ctx.warn(ln.no, "unparsed-line", "a KV-cache size is not a number; no size taken")
+            return
+        yield Setting("kv_cache_gb", round(sum(v for v in sizes if v is not None), 4), ln.no)
 
     def _traceback_line(self, ln: Line) -> bool:
         """Whether the line belongs to the open traceback (a multi-line traceback is ONE

@@ -15,6 +15,7 @@ under --artifacts (default: a temp folder) and the run exits 1.
 from __future__ import annotations
 
 import argparse
+import base64
 import os
 import shutil
 import subprocess
@@ -152,8 +153,15 @@ def main() -> int:
         print("\n".join(f"  {ln}" for ln in stats), flush=True)
         if proc.returncode != 0:
             failed.append(fid)
-            tail = "\n".join(proc.stderr.splitlines()[-40:])
-            print(f"fuzz: {fid} FAILED (exit {proc.returncode}):\n{tail}", file=sys.stderr)
+            # libFuzzer reports on stderr; atheris prints the Python traceback on stdout
+            tail = "\n".join(proc.stderr.splitlines()[-12:])
+            trace = "\n".join(proc.stdout.splitlines()[-40:])
+            print(f"fuzz: {fid} FAILED (exit {proc.returncode}):\n{trace}\n{tail}", file=sys.stderr)
+            for crash in sorted(artifacts.glob(f"{fid}-*")):
+                data = crash.read_bytes()
+                if len(data) <= 16384:  # so that a CI log alone reproduces it
+                    b64 = base64.b64encode(data).decode()
+                    print(f"fuzz: {crash.name} as base64:\n{b64}", file=sys.stderr)
         shutil.rmtree(corpus, ignore_errors=True)
     if failed:
         print(f"fuzz: failing inputs are in {artifacts}: {', '.join(failed)}", file=sys.stderr)

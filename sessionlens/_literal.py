@@ -11,6 +11,7 @@ import ast
 import json
 import math
 import re
+import warnings
 
 __all__ = ["parse_call_or_dict", "parse_keyword_text", "parse_server_args"]
 
@@ -66,7 +67,11 @@ class _Source:
 def _parse(text: str) -> ast.expr | None:
     """The expression tree of `text`, or None when it is not a Python expression."""
     try:
-        return ast.parse(text, mode="eval").body
+        # `1if`, `0x1for`: Python warns on stderr (SyntaxWarning) and parses; a log's text
+        # must not print on the user's terminal, and the tree is the same without the warning
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            return ast.parse(text, mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         # ValueError: NUL bytes (3.11); RecursionError/MemoryError: absurd nesting.
         return None

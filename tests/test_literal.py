@@ -558,3 +558,16 @@ def test_results_are_json_ready() -> None:
         else:
             assert isinstance(value, str | int | float | bool | type(None)), key
     json.dumps(settings)  # inf/nan stay floats; the writer decides how to print them
+
+
+def test_python_syntax_warnings_stay_off_the_terminal() -> None:
+    # `1if`, `0x1for` make Python 3.11's parser warn on stderr (found by fuzzing): a log's
+    # text must never print there; the settings are read as without the warning
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        settings, cut = parse_server_args("ServerArgs(model_path=1if, tp_size=8, x=0x1for)")
+    assert [str(w.message) for w in caught] == []
+    assert settings == {"model_path": "1if", "tp_size": 8, "x": "0x1for"}
+    assert cut is False

@@ -1040,7 +1040,7 @@ def launch_settings(session: Session, name: str) -> dict[str, list[tuple[Any, li
 def _launch_order(name: str) -> tuple[str, int]:
     """`folder#k` in start order (`#10` after `#9`)."""
     folder, _, k = name.rpartition("#")
-    return (folder, int(k)) if folder and k.isdigit() else (name, 0)
+    return (folder, int(k)) if folder and k.isascii() and k.isdigit() else (name, 0)
 
 
 def by_load(

@@ -124,3 +124,10 @@ def test_measured_outcomes_are_neither_settings_nor_confounds() -> None:
     }
     assert confounds(a, b, ["attention_backend"]) == []
     assert set(settings_diff({"a": a, "b": b})) == {"attention_backend"}
+
+
+def test_launches_are_ordered_by_their_start_number_and_odd_names_do_not_raise() -> None:
+    from sessionlens.group import _launch_order
+
+    names = ["run#10", "run#9", "run", "run#²", "other#1"]  # `'²'.isdigit()` is true
+    assert sorted(names, key=_launch_order) == ["other#1", "run", "run#9", "run#10", "run#²"]

@@ -56,6 +56,14 @@ def ungroup(text: str) -> str:
     return t.replace(",", "") if _GROUPED.fullmatch(t) else text
 
 
+def _json_number(raw: str) -> float | int:
+    """A JSON number's value: an integer as `int`, unless it is too long for one (Python
+    refuses `int` on more than 4300 digits; 300 digits are past any double anyway)."""
+    if len(raw) > 300 or any(c in raw for c in ".eE"):
+        return float(raw)
+    return int(raw)
+
+
 def read_number(
     text: str,
     *,
@@ -559,7 +567,7 @@ def _json_scalar(
             return end, JsonEvent("cut", path, no, raw=raw)
         if end < len(text) and text[end] not in _JSON_DELIM:
             return i, None
-        value: float | int = float(raw) if any(c in raw for c in ".eE") else int(raw)
+        value = _json_number(raw)
         return end, JsonEvent("value", path, no, value, raw)
     rest = text[i:].rstrip()
     for word, val in _JSON_LITERALS.items():
@@ -749,7 +757,7 @@ class YamlLines:
         if m is not None:
             if cut:  # the line ends the file: `12.5` may have been `12.55`
                 return JsonEvent("cut", path, no, raw=raw)
-            value: float | int = float(raw) if any(c in raw for c in ".eE") else int(raw)
+            value = _json_number(raw)
             return JsonEvent("value", path, no, value, raw)
         if raw in ("[]", "{}"):
             return JsonEvent("value", path, no, None, raw)

@@ -218,8 +218,14 @@ class Reader:
 
     def _total(self, ln: Line, what: str, raw: str) -> Iterator[Record]:
         key = "total_input_tokens" if what == "prompt" else "total_output_tokens"
-        if ln.cut or not raw.isdigit():
+        if ln.cut:
             self.ctx.warn(ln.no, "truncated-value", f"the total of {what} tokens is cut ({raw!r})")
+            return
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):  # not `²`, not `1.5e3`
+            shown_raw = shown(raw)
+            self.ctx.warn(
+                ln.no, "unparsed-line", f"the total of {what} tokens is no count ({shown_raw})"
+            )
             return
         yield Setting(key, int(raw), ln.no, self._block)
 

@@ -45,7 +45,12 @@ def to_html(view: HistoryView) -> str:
             self, tokens: Sequence[Token], idx: int, options: OptionsDict, env: EnvType
         ) -> str:
             kind, _, number = tokens[idx].info.strip().partition(" trend ")
-            if kind == "text" and number.isdigit() and int(number) < len(charts):
+            if (
+                kind == "text"
+                and number.isascii()
+                and number.isdigit()
+                and int(number) < len(charts)
+            ):
                 return f'<figure class="chart trend">\n{charts[int(number)]}\n</figure>\n'
             return str(super().fence(tokens, idx, options, env))
 

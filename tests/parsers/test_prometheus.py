@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from sessionlens.parsers import detect, parse_file, parse_text
 
 HERE = Path(__file__).resolve().parents[2] / "fixtures" / "formats" / "prometheus"
@@ -74,6 +76,15 @@ def test_sglang_tp_ranks_of_one_group_count_once_and_the_cut_line_is_dropped() -
     # the server's own gauge is kept, never a second rate of the counter beside it
     assert values(r, "gen_throughput_tok_s") == [1012.37, 1265.2, 1240.84]
     assert [d.code for d in r.diagnostics] == ["cumulative-baseline", "truncated-value"]
+
+
+@pytest.mark.parametrize("rank", ["²", "9" * 5000], ids=["superscript", "5000-digits"])
+def test_a_tp_rank_int_cannot_read_is_no_rank_of_a_group(rank: str) -> None:
+    # `'²'.isdigit()` is true and `int('²')` raises; so does `int` on 5000 digits
+    text = (HERE / "sglang-0.5.3-tp2-all-schedulers-cut.log").read_text()
+    r = parse_text(text.replace('tp_rank="1"', f'tp_rank="{rank}"'), format="prometheus")
+    assert values(r, "running_req") == [24.0, 24.0, 31.0, 31.0, 30.0, 30.0]  # two series now
+    assert all(d.code != "internal-error" for d in r.diagnostics)
 
 
 def test_one_scrape_is_gauges_and_a_baseline() -> None:

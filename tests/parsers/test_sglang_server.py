@@ -527,6 +527,14 @@ def test_kv_cache_sizes_are_read_as_numbers_or_not_at_all(sizes: str, gb: float 
     assert len(unread) == (gb is None)
 
 
+def test_a_kv_cache_token_count_of_5000_digits_is_not_read() -> None:
+    # `int` refuses more than 4300 digits: the count is at most 18 digits, or no match
+    text = f"[2025-07-06 10:00:13 TP0] KV Cache is allocated. #tokens: {'9' * 5000}, "
+    r = parse_text(text + "KV size: 1.5 GB\n" + dec("TP0"), format="sglang-server")
+    assert "kv_cache_tokens" not in r.sources[0].settings
+    assert len(r.columns) > 0
+
+
 def test_no_accept_len_no_bonus_setting() -> None:
     assert "accept_len_counts_bonus" not in settings_of(dec("TP0"))
 

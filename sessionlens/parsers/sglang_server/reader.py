@@ -43,8 +43,8 @@ _TAIL = re.compile(r" batch(?:\.|,| ?\[\d+\],?|\(mixed #running-req: (?P<mixed>\
 _GLUED = re.compile(r"(?P<k>[^:]+?): (?P<v>\S+)\s*")
 _CAPACITY = re.compile(r"\b([a-z_]+)=([^,\s]*)(,)?")
 _KV_ALLOC = re.compile(
-    r"KV Cache is allocated\.(?: \w+: [^,#]*,)* #tokens: (?P<n>\d+), (?:K size: (?P<k>[\d.]+) GB, "
-    r"V size: (?P<v>[\d.]+) GB|KV size: (?P<kv>[\d.]+) GB)"
+    r"KV Cache is allocated\.(?: \w+: [^,#]*,)* #tokens: (?P<n>\d{1,18}), "
+    r"(?:K size: (?P<k>[\d.]+) GB, V size: (?P<v>[\d.]+) GB|KV size: (?P<kv>[\d.]+) GB)"
 )
 _CAPTURE_END = re.compile(
     r"Capture (?P<what>[\w \-()]*?)(?:graph|CUDA graph) end\. "

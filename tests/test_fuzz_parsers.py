@@ -248,6 +248,32 @@ def test_arbitrary_bytes_mixed_into_a_fixture_never_raise(
     check_records(_parse_bytes(scratch, fx.name + ".gz", gz[:cut], fx.fid))
 
 
+# What a digit run can become that Python's `int` and `float` trip on: `int` refuses more
+# than 4300 digits, `'²'.isdigit()` is true and `int('²')` raises, 5000 digits are infinity
+# as a float and `int(inf)` raises; `٣` is a digit to `\d`.
+_ODD_NUMBERS = ["7" * 5000, "1" * 19, "²", "٣", "1e999", "-0", "nan"]
+
+
+@pytest.mark.parametrize("fx", FIXTURES, ids=IDS)
+@FAST
+@given(data=st.data())
+def test_a_number_python_cannot_hold_never_raises(
+    fx: Fixture, scratch: Path, data: st.DataObject
+) -> None:
+    import re
+
+    runs = [m.span() for m in re.finditer(rb"\d+", fx.raw)]
+    if not runs:
+        return
+    picked = data.draw(st.sets(st.sampled_from(range(len(runs))), min_size=1, max_size=3))
+    blob = fx.raw
+    for i in sorted(picked, reverse=True):  # right to left: the spans before stay true
+        a, b = runs[i]
+        blob = blob[:a] + data.draw(st.sampled_from(_ODD_NUMBERS)).encode() + blob[b:]
+    for fid in (fx.fid, None):
+        check_records(_parse_bytes(scratch, fx.name, blob, fid))
+
+
 def _all_lines() -> list[str]:
     return [line for f in FIXTURES for line in f.lines]
 

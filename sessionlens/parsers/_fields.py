@@ -221,7 +221,7 @@ def last_timestamp(prefix: str) -> str | None:
 
 # Rank tags as SGLang, Megatron-style launchers and DP-attention servers print them (`TP3`,
 # `DP1 TP3`, `ATTN_CP0`): a tag is a name and a number, never inside a word.
-RANK_TAG = re.compile(r"(?<![A-Za-z0-9_])(ATTN_CP|MOE_DP|DP|PP|TP|EP)(\d+)(?![A-Za-z0-9_])")
+RANK_TAG = re.compile(r"(?<![A-Za-z0-9_])(ATTN_CP|MOE_DP|DP|PP|TP|EP)(\d{1,9})(?![A-Za-z0-9_])")
 
 
 def rank_of(prefix: str) -> tuple[str | None, dict[str, int]]:

@@ -121,7 +121,8 @@ def _strategy_settings(text: str) -> list[tuple[str, object]]:
     m = _STRATEGY.match(text.strip())
     if m is None:
         return [("strategy", text.strip())]
-    number = m["v"] if m["v"] and re.fullmatch(r"\d+(?:\.\d*)?", m["v"]) else None
+    # at most 18 digits: `concurrent@` and 5000 digits is infinity as a float, no `int`
+    number = m["v"] if m["v"] and re.fullmatch(r"\d{1,18}(?:\.\d*)?", m["v"]) else None
     implied = _IMPLIED.get(m["t"], [])
     if number is not None:  # the printed cap replaces an implied one
         implied = [(k, v) for k, v in implied if k != "max_concurrency" or m["t"] == "synchronous"]

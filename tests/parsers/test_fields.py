@@ -66,6 +66,9 @@ def test_percent_timestamps_and_rank_tags() -> None:
     assert F.last_timestamp("[2025-11-14 09:12:44 TP0] x 09:12:45") == "09:12:45"
     assert F.rank_of("[2025-11-14 09:12:44 DP1 TP3] ") == ("DP1 TP3", {"DP": 1, "TP": 3})
     assert F.rank_of("[2025-11-14 09:12:44] ") == (None, {})
+    # a tag of 5000 digits is no rank (`int` refuses more than 4300 digits)
+    assert F.rank_of(f"[2025-11-14 09:12:44 TP{'1' * 5000}] ") == (None, {})
+    assert F.rank_of("[2025-11-14 09:12:44 TP123456789] ") == ("TP123456789", {"TP": 123456789})
 
 
 @pytest.mark.parametrize(

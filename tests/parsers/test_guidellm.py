@@ -63,6 +63,9 @@ def test_strategy_texts() -> None:
         ("request_rate", 2.5),
     ]
     assert guidellm._strategy_settings("trace@1.00") == [("strategy", "trace@1.00")]
+    # 5000 digits are infinity as a float, which `int` refuses: no cap read from them
+    huge = guidellm._strategy_settings("concurrent@" + "7" * 5000)
+    assert all(k != "max_concurrency" for k, _ in huge)
     # a `--profile sweep`: synchronous, throughput, then constant rates between them
     sweep = ["synchronous", "throughput@unlimited", "constant@1.00", "constant@2.00"]
     blocks = [("s", i, dict(guidellm._strategy_settings(t))) for i, t in enumerate(sweep)]

@@ -156,6 +156,17 @@ def _finite_array(values: Values) -> tuple[npt.NDArray[np.int64], npt.NDArray[np
     return idx, arr[idx], True
 
 
+def _finite_only(values: Values) -> tuple[npt.NDArray[np.float64], bool]:
+    """`_finite_array` without the indices (8 bytes a value less, for who needs none)."""
+    import numpy as np
+
+    arr = np.asarray(values, dtype=np.float64)
+    ok = np.isfinite(arr)
+    if bool(ok.all()):
+        return arr, False
+    return arr[ok], True
+
+
 def fmean(xs: Values) -> float:
     """The mean of finite values, `math.fsum(xs) / len(xs)`, also where the sum is beyond
     float range (values near 1e308: fsum raises)."""
@@ -353,7 +364,10 @@ def summarize(values: Values, alpha: float = 0.05, flag: bool = True) -> Summary
     """
     _check_alpha(alpha)
     if len(values) >= _ARRAY_FROM:
-        idx_a, arr, dropped = _finite_array(values)
+        if flag:
+            idx_a, arr, dropped = _finite_array(values)
+        else:  # no outliers looked for: no indices made
+            arr, dropped = _finite_only(values)
         n = len(arr)
         if n == 0:
             return _summary(0, 0.0, 0.0, None, dropped, alpha, None)

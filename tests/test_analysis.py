@@ -330,3 +330,19 @@ def test_cycle_estimate_pairs_as_the_row_by_row_rule(seed: int) -> None:
                 None,
             )
         assert _estimate_cycle("c", packed, bonus) == want
+
+
+def test_outlier_models_are_the_validated_ones_and_copies_keep_their_own_fields() -> None:
+    from sessionlens.analysis import OutlierRef, _outlier_refs
+
+    triples = [("cfg/a.log", 12, 50.9), ("cfg/b.log", 7, -0.0), ("cfg/a.log", 3, 1e300)]
+    made = _outlier_refs(triples)
+    checked = [OutlierRef(source=s, line=n, value=v) for s, n, v in triples]
+    assert made == checked
+    assert [m.model_dump_json() for m in made] == [m.model_dump_json() for m in checked]
+    assert all(m.model_fields_set == {"source", "line", "value"} for m in made)
+    moved = made[0].model_copy(update={"line": 13})
+    assert moved.line == 13
+    assert made[0].line == 12
+    assert made[1] == checked[1]
+    assert made[1].model_fields_set == {"source", "line", "value"}

@@ -622,3 +622,28 @@ def test_sample_counts_at_extreme_alphas_and_spreads() -> None:
     assert runs_needed(3.0, 0.1, alpha=1e-17) == math.ceil(round(2 * (z * 30) ** 2, 9))
     assert runs_needed(1e150, 1e-150) is None
     assert runs_needed(1.0, 0.5) == 63  # the usual path, as before
+
+
+@pytest.mark.parametrize("holes", [False, True])
+def test_a_summary_without_outliers_is_the_summary_with_them_less_the_outliers(holes: bool) -> None:
+    rng = np.random.default_rng(7)
+    xs = rng.normal(60.0, 3.0, 10_000)
+    xs[::997] = 500.0  # outliers to flag
+    if holes:
+        xs[5::1013] = np.nan
+        xs[9::2011] = np.inf
+    flagged = summarize(xs)
+    plain = summarize(xs, flag=False)
+    assert plain.outliers == ()
+    assert len(flagged.outliers) >= 10
+    assert (plain.n, plain.mean, plain.median, plain.stdev, plain.min, plain.max) == (
+        flagged.n,
+        flagged.mean,
+        flagged.median,
+        flagged.stdev,
+        flagged.min,
+        flagged.max,
+    )
+    assert plain.n == int(np.isfinite(xs).sum())
+    assert (plain.n < 10_000) == holes
+    assert plain.warnings == tuple(w for w in flagged.warnings if w != stats.W_OUTLIER)

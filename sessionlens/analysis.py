@@ -1229,10 +1229,9 @@ def _show(value: Any) -> str:
 
 
 def _mean(points: Sequence[group.Point] | None) -> float | None:
-    # the mean alone: no outliers looked for (the same mean, without a day-long log's
-    # flagged positions made Python ints, the report's peak of memory)
-    s = stats.summarize(group.column_of(points or []), flag=False)
-    return s.mean
+    # the mean alone (summarize's): no median, variance or outliers, whose copies of a
+    # day-long log's values were the report's peak of memory
+    return stats.finite_mean(group.column_of(points or []))
 
 
 def _is_speculative(

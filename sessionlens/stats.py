@@ -27,6 +27,7 @@ __all__ = [
     "Outliers",
     "Summary",
     "compare",
+    "finite_mean",
     "fmean",
     "holm",
     "mannwhitney_min_p",
@@ -165,6 +166,16 @@ def _finite_only(values: Values) -> tuple[npt.NDArray[np.float64], bool]:
     if bool(ok.all()):
         return arr, False
     return arr[ok], True
+
+
+def finite_mean(values: Values) -> float | None:
+    """The mean of the finite values, as `summarize(values).mean` (None when there is none),
+    without the median, the variance and the outliers."""
+    if len(values) >= _ARRAY_FROM:
+        arr, _ = _finite_only(values)
+        return fmean(arr) if len(arr) else None
+    _idx, xs, _ = _finite(values)
+    return fmean(xs) if xs else None
 
 
 def fmean(xs: Values) -> float:

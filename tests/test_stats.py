@@ -647,3 +647,19 @@ def test_a_summary_without_outliers_is_the_summary_with_them_less_the_outliers(h
     assert plain.n == int(np.isfinite(xs).sum())
     assert (plain.n < 10_000) == holes
     assert plain.warnings == tuple(w for w in flagged.warnings if w != stats.W_OUTLIER)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 50, 2047, 2048, 10_000])
+def test_finite_mean_is_the_summary_mean(n: int) -> None:
+    rng = np.random.default_rng(n)
+    xs = rng.normal(60.0, 3.0, n)
+    for values in (xs, xs.tolist()):
+        assert stats.finite_mean(values) == summarize(values).mean
+    if n:
+        holed = xs.copy()
+        holed[:: max(n // 7, 1)] = np.nan
+        holed[1::9] = -np.inf
+        for values in (holed, holed.tolist()):
+            assert stats.finite_mean(values) == summarize(values).mean
+    assert stats.finite_mean([math.nan] * max(n, 1)) is None
+    assert summarize([math.nan] * max(n, 1)).mean is None

@@ -56,6 +56,12 @@ def ungroup(text: str) -> str:
     return t.replace(",", "") if _GROUPED.fullmatch(t) else text
 
 
+def is_count(text: str) -> bool:
+    """Whether `text` is a plain decimal count `int` reads: ASCII digits only (`'²'.isdigit()`
+    is true and `int('²')` raises) and at most 18 of them (`int` refuses 4300)."""
+    return text.isascii() and text.isdigit() and len(text) <= 18
+
+
 def _json_number(raw: str) -> float | int:
     """A JSON number's value: an integer as `int`, unless it is too long for one (Python
     refuses `int` on more than 4300 digits; 300 digits are past any double anyway)."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from .._lines import Line, SourceText
 from ..model import Record, Sample, Setting, SummaryItem
-from ._fields import epoch_seconds, read_number, shown, value_problem
+from ._fields import epoch_seconds, is_count, read_number, shown, value_problem
 from .base import ParseContext, read_lines
 
 format_id = "prometheus"
@@ -93,11 +93,6 @@ _HISTOGRAMS: dict[str, str] = {
 }
 # A restart shows in these even when no counter has gone down yet.
 _START_TIMES = ("process_start_time_seconds",)
-
-
-def _is_int(text: str) -> bool:
-    """Whether a label value is a plain decimal integer `int` reads (not `²`, not 5000 digits)."""
-    return text.isascii() and text.isdigit() and len(text) <= 18
 
 
 def _family(name: str) -> str:
@@ -287,7 +282,7 @@ class Reader:
         lowest: dict[Key, int] = {}
         for name, labels in values:
             d = dict(labels)
-            if "tp_rank" in d and _is_int(d["tp_rank"]):
+            if "tp_rank" in d and is_count(d["tp_rank"]):
                 group = (name, tuple(kv for kv in labels if kv[0] != "tp_rank"))
                 rank = int(d["tp_rank"])
                 lowest[group] = min(rank, lowest.get(group, rank))
@@ -296,7 +291,7 @@ class Reader:
         out: dict[Key, tuple[float, int]] = {}
         for key, v in values.items():
             d = dict(key[1])
-            if "tp_rank" in d and _is_int(d["tp_rank"]):
+            if "tp_rank" in d and is_count(d["tp_rank"]):
                 group = (key[0], tuple(kv for kv in key[1] if kv[0] != "tp_rank"))
                 if int(d["tp_rank"]) != lowest[group]:
                     self.ctx.count("duplicate-rank")
@@ -415,7 +410,7 @@ class Reader:
             positions = sorted(
                 (int(e), v)
                 for (n, r, e), v in delta.items()
-                if n == _PER_POS and r == rank and e is not None and _is_int(e)
+                if n == _PER_POS and r == rank and e is not None and is_count(e)
             )
             for i, (accepted, line) in positions:
                 yield sample(f"position_acceptance_rate_{i}", accepted / drafts[0], line)

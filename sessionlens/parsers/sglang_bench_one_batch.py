@@ -19,6 +19,7 @@ from .._lines import Line, SourceText
 from ..model import BlockStart, Record, Sample, Setting
 from . import _blocks
 from ._fields import (
+    is_count,
     keyed_fields,
     lookup_field,
     read_value,
@@ -622,7 +623,7 @@ class Reader:
             key = m.group("name").replace("-", "_")
             values = []
             for tok in joined[m.end() :].split():
-                if not (tok.isascii() and tok.isdigit() and len(tok) <= 18):  # not `¹`
+                if not is_count(tok):  # not `¹`
                     break
                 values.append(int(tok))
             if values:

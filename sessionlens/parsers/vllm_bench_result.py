@@ -22,7 +22,7 @@ from typing import Any
 from .._lines import Line, SourceText
 from ..model import BlockStart, Record, Sample, Setting
 from . import _blocks
-from ._fields import read_number, shown, strip_head, strip_outer, value_problem
+from ._fields import is_count, read_number, shown, strip_head, strip_outer, value_problem
 from .base import LineReader, ParseContext, read_lines
 
 format_id = "vllm-bench-result"
@@ -221,7 +221,7 @@ class Reader:
         if ln.cut:
             self.ctx.warn(ln.no, "truncated-value", f"the total of {what} tokens is cut ({raw!r})")
             return
-        if not (raw.isascii() and raw.isdigit() and len(raw) <= 18):  # not `²`, not `1.5e3`
+        if not is_count(raw):  # not `²`, not `1.5e3`
             shown_raw = shown(raw)
             self.ctx.warn(
                 ln.no, "unparsed-line", f"the total of {what} tokens is no count ({shown_raw})"

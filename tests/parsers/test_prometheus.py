@@ -84,7 +84,8 @@ def test_a_tp_rank_int_cannot_read_is_no_rank_of_a_group(rank: str) -> None:
     text = (HERE / "sglang-0.5.3-tp2-all-schedulers-cut.log").read_text()
     r = parse_text(text.replace('tp_rank="1"', f'tp_rank="{rank}"'), format="prometheus")
     assert values(r, "running_req") == [24.0, 24.0, 31.0, 31.0, 30.0, 30.0]  # two series now
-    assert all(d.code != "internal-error" for d in r.diagnostics)
+    assert "duplicate-rank" not in r.sources[0].record_counts  # no group of ranks left
+    assert [d.code for d in r.diagnostics] == ["cumulative-baseline", "truncated-value"]
 
 
 def test_one_scrape_is_gauges_and_a_baseline() -> None:

@@ -10,17 +10,22 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, overload
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
+from pydantic_core import core_schema
 
 from . import __version__, _load, group, metrics, specmath, stats, sweep, verdict
 from . import diagnostics as dg
 from .errors import ManifestError, UsageError
 from .manifest import HypothesisSpec
 from .session import Session
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 Verdict = Literal["supported", "rejected", "inconclusive"]
 
@@ -49,6 +54,125 @@ class OutlierRef(_Model):
     value: float
 
 
+class Outliers(Sequence[OutlierRef]):
+    """A metric's outliers (`MetricSummary.outliers`), in the order flagged: `OutlierRef`s,
+    held as columns until read.
+
+    A day-long log flags hundreds of thousands of values (690,019 in a 1 GB SGLang 0.4.0
+    log). As models they take about 400 bytes each, with their (source, line, value) triple;
+    here they take 24: the names of their sources once, and per outlier the number of its
+    source, its line and its value. The models are made when the sequence is read (indexed,
+    iterated, compared); dumping it (`model_dump`, the JSON report) gives a dict each, as
+    `list[OutlierRef]` dumps, and makes no model. A field of this type validates a list of
+    `OutlierRef`s (or of their dicts) as well, and equals the list of the same refs.
+    """
+
+    __slots__ = ("_lines", "_made", "_names", "_sources", "_values")
+
+    def __init__(self, refs: Iterable[OutlierRef] = ()) -> None:
+        self._made: list[OutlierRef] | None = list(refs)
+        self._names: list[str] = []
+        self._sources: npt.NDArray[np.int64] | None = None
+        self._lines: npt.NDArray[np.int64] | None = None
+        self._values: npt.NDArray[np.float64] | None = None
+
+    @classmethod
+    def of_columns(
+        cls,
+        names: list[str],
+        sources: npt.NDArray[np.int64],
+        lines: npt.NDArray[np.int64],
+        values: npt.NDArray[np.float64],
+    ) -> Outliers:
+        """Outliers from columns of equal length: each one's source (an index into `names`),
+        line and value."""
+        if not len(sources) == len(lines) == len(values):
+            raise ValueError("the columns of outliers differ in length")
+        out = cls()
+        out._made = None
+        out._names = names
+        out._sources, out._lines, out._values = sources, lines, values
+        return out
+
+    @classmethod
+    def __get_pydantic_core_schema__(
+        cls, source: Any, handler: GetCoreSchemaHandler
+    ) -> core_schema.CoreSchema:
+        items = core_schema.list_schema(handler.generate_schema(OutlierRef))
+        return core_schema.json_or_python_schema(
+            json_schema=core_schema.no_info_after_validator_function(cls._of, items),
+            python_schema=core_schema.no_info_after_validator_function(
+                cls._of, core_schema.union_schema([core_schema.is_instance_schema(cls), items])
+            ),
+            serialization=core_schema.plain_serializer_function_ser_schema(
+                cls._dumped, info_arg=False, return_schema=core_schema.list_schema()
+            ),
+        )
+
+    @classmethod
+    def _of(cls, value: Outliers | list[OutlierRef]) -> Outliers:
+        return value if isinstance(value, Outliers) else cls(value)
+
+    def _triples(self) -> tuple[list[str], list[int], list[float]]:
+        """Every outlier's source, line and value, as Python objects (no model made)."""
+        if self._made is not None:
+            made = self._made
+            return [o.source for o in made], [o.line for o in made], [o.value for o in made]
+        assert self._sources is not None
+        assert self._lines is not None
+        assert self._values is not None
+        names = self._names
+        return (
+            [names[i] for i in self._sources.tolist()],
+            self._lines.tolist(),
+            self._values.tolist(),
+        )
+
+    def _dumped(self) -> list[dict[str, Any]]:
+        """As `list[OutlierRef]` dumps (a dict each, in the fields' order), making no model."""
+        if self._made is not None:
+            return [o.model_dump() for o in self._made]
+        return [
+            {"source": s, "line": n, "value": v} for s, n, v in zip(*self._triples(), strict=True)
+        ]
+
+    def _all(self) -> list[OutlierRef]:
+        if self._made is None:
+            self._made = _outlier_refs(zip(*self._triples(), strict=True))
+            self._sources = self._lines = self._values = None
+            self._names = []
+        return self._made
+
+    def __len__(self) -> int:
+        if self._made is not None:
+            return len(self._made)
+        assert self._values is not None
+        return len(self._values)
+
+    @overload
+    def __getitem__(self, i: int) -> OutlierRef: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[OutlierRef]: ...
+
+    def __getitem__(self, i: int | slice) -> OutlierRef | list[OutlierRef]:
+        return self._all()[i]
+
+    def __iter__(self) -> Iterator[OutlierRef]:
+        return iter(self._all())
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Outliers):
+            return self._all() == other._all()
+        return isinstance(other, list) and self._all() == other
+
+    def __hash__(self) -> int:
+        raise TypeError("unhashable type: 'Outliers'")
+
+    def __repr__(self) -> str:
+        return repr(self._all())
+
+
 class MetricSummary(_Model):
     """A config's metric: `mean` is its level (the mean of launch means, DESIGN §5) and
     `ci_low`/`ci_high` the level's interval; `n`, `median`, `stdev`, `cv`, `min`, `max` describe
@@ -63,7 +187,7 @@ class MetricSummary(_Model):
     ci_high: float | None
     min: float | None
     max: float | None
-    outliers: list[OutlierRef] = Field(default_factory=list)
+    outliers: Outliers = Field(default_factory=Outliers)
     unit: str = ""
     warnings: list[str] = Field(default_factory=list)
     launches: int = 0
@@ -389,9 +513,9 @@ class _Cell:
     stats: tuple[stats.LaunchStat, ...]
     outliers: tuple[int, ...]  # positions in the config's points, flagged within launches
     step: float | None
-    # (source, line, value) of each outlier, taken while the points are held: a summary
+    # the outliers' sources, lines and values, taken while the points are held: a summary
     # then reads no key's values a second time
-    outlier_refs: tuple[tuple[str, int, float], ...] = ()
+    outlier_refs: Outliers = dataclasses.field(default_factory=Outliers)
 
 
 def _cell(points: Sequence[group.Point], alpha: float, session: Session) -> _Cell:
@@ -408,14 +532,25 @@ def _cell(points: Sequence[group.Point], alpha: float, session: Session) -> _Cel
         out.append(st)
         flagged.extend(int(lv.positions[i]) for i in st.outliers)
     outliers = tuple(sorted(flagged))
-    refs: Iterable[tuple[str, int, float]]
-    if isinstance(points, group.PointList):  # by columns: no `Point` made an outlier
-        np = _np()
-        at = points.take(np.array(outliers, np.int64))
-        refs = zip(at.sources, at.lines, at.values, strict=True)
-    else:
-        refs = ((p.source, p.line, p.value) for p in (points[i] for i in outliers))
-    return _Cell(s, tuple(names), tuple(out), outliers, stats.print_step(column), tuple(refs))
+    return _Cell(
+        s,
+        tuple(names),
+        tuple(out),
+        outliers,
+        stats.print_step(column),
+        _outliers_of(points, outliers),
+    )
+
+
+def _outliers_of(points: Sequence[group.Point], positions: Sequence[int]) -> Outliers:
+    """The points at these positions as `Outliers` (columns: no `Point` made of a
+    `PointList`)."""
+    if not positions:
+        return Outliers()
+    codes: dict[str, int] = {}
+    at = _take(points, _np().array(positions, _np().int64))
+    sources, lines, values = group.columns_of(at, codes)
+    return Outliers.of_columns(list(codes), sources, lines, values)
 
 
 def _np() -> Any:
@@ -625,7 +760,7 @@ class _Levels:
             ci_high=hi,
             min=s.min,
             max=s.max,
-            outliers=_outlier_refs(cell.outlier_refs),
+            outliers=cell.outlier_refs,
             unit=metrics.get(key[1]).unit,
             warnings=list(dict.fromkeys(warnings)),
             launches=lv.launches,
@@ -634,7 +769,7 @@ class _Levels:
         )
 
 
-def _outlier_refs(refs: Sequence[tuple[str, int, float]]) -> list[OutlierRef]:
+def _outlier_refs(refs: Iterable[tuple[str, int, float]]) -> list[OutlierRef]:
     """The models of (source, line, value) triples, made with Python's cyclic collector
     paused: a day-long log flags a hundred thousand values, a collection while they are made
     walks the whole heap (it doubled the time), and none of them is part of a cycle."""
@@ -642,9 +777,9 @@ def _outlier_refs(refs: Sequence[tuple[str, int, float]]) -> list[OutlierRef]:
 
     paused = gc.isenabled()
     gc.disable()
-    # The triples are typed already (str, int, float: `_cell`): constructed, not validated,
-    # with one set of fields set shared by all (pydantic's `model_copy` copies it before it
-    # changes it), 270 bytes a model instead of 490 (690,019 on a 1 GB SGLang 0.4.0 log)
+    # The triples are typed already (str, int, float: `Outliers`): constructed, not
+    # validated, with one set of fields set shared by all (pydantic's `model_copy` copies it
+    # before it changes it), 270 bytes a model instead of 490
     every = set(OutlierRef.model_fields)
     make = OutlierRef.model_construct
     try:

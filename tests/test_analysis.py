@@ -346,3 +346,100 @@ def test_outlier_models_are_the_validated_ones_and_copies_keep_their_own_fields(
     assert made[0].line == 12
     assert made[1] == checked[1]
     assert made[1].model_fields_set == {"source", "line", "value"}
+
+
+def _summary(**kw):  # type: ignore[no-untyped-def]
+    from sessionlens.analysis import MetricSummary
+
+    none = dict.fromkeys(["mean", "median", "stdev", "cv", "ci_low", "ci_high", "min", "max"])
+    return MetricSummary(n=3, **none, **kw)
+
+
+def test_outliers_held_as_columns_are_the_list_of_their_refs() -> None:
+    """`MetricSummary.outliers` holds a day-long log's outliers as columns: read, dumped,
+    compared and described by its JSON schema as the `list[OutlierRef]` it replaces."""
+    import numpy as np
+
+    from sessionlens.analysis import MetricSummary, OutlierRef, Outliers
+
+    names = ["cfg/a.log", "cfg/b.log"]
+    triples = [("cfg/b.log", 12, 50.9), ("cfg/a.log", 7, -0.0), ("cfg/b.log", 3, math.inf)]
+    refs = [OutlierRef(source=s, line=n, value=v) for s, n, v in triples]
+
+    def cols() -> Outliers:
+        return Outliers.of_columns(
+            names,
+            np.array([1, 0, 1], np.int64),
+            np.array([12, 7, 3], np.int64),
+            np.array([50.9, -0.0, math.inf]),
+        )
+
+    listed, held = _summary(outliers=refs), _summary(outliers=cols())
+    assert isinstance(listed.outliers, Outliers)
+    assert isinstance(held.outliers, Outliers)
+    # dumped without a model made, the same as the validated list dumps
+    assert held.model_dump() == listed.model_dump()
+    assert held.model_dump_json() == listed.model_dump_json()
+    assert held.outliers._made is None
+    assert [type(v) for v in held.model_dump()["outliers"][0].values()] == [str, int, float]
+    assert held.model_dump()["outliers"][1]["value"] == 0.0
+    assert math.copysign(1, held.model_dump()["outliers"][1]["value"]) == -1
+    assert len(held.outliers) == 3
+    # read: the validated models, in order
+    assert held.outliers[0] == refs[0]
+    assert held.outliers[1:] == refs[1:]
+    assert list(held.outliers) == refs
+    assert held == listed
+    assert held.outliers == refs
+    assert held.outliers != refs[:2]
+    assert cols() != Outliers(refs[::-1])
+    assert repr(held.outliers) == repr(refs)
+    # its JSON validates back to the same summary (a finite value: JSON has no infinity)
+    finite = Outliers.of_columns(names, np.array([1]), np.array([12]), np.array([50.9]))
+    again = MetricSummary.model_validate_json(_summary(outliers=finite).model_dump_json())
+    assert again == _summary(outliers=refs[:1])
+    assert again.outliers == finite
+    assert _summary().outliers == []
+    assert len(_summary().outliers) == 0
+    # the JSON schema still says: an array of OutlierRef
+    prop = MetricSummary.model_json_schema()["properties"]["outliers"]
+    assert prop["type"] == "array"
+    assert prop["items"] == {"$ref": "#/$defs/OutlierRef"}
+    with pytest.raises(ValueError, match="differ in length"):
+        Outliers.of_columns(names, np.array([0]), np.array([1, 2]), np.array([1.0]))
+    with pytest.raises(TypeError):
+        hash(held.outliers)
+
+
+def test_a_reports_outliers_are_the_points_flagged(tmp_path: Path) -> None:
+    """The outliers a report names are the flagged points of the metric, whether the values
+    are held as columns (`PointList`) or as `Point`s."""
+    from sessionlens import group
+    from sessionlens.analysis import _outliers_of
+
+    points = [
+        group.Point(v, f"cfg/{'ab'[i % 2]}.log", 10 + i, None, None)
+        for i, v in enumerate([60.4, 65.5, 50.9, 61.5, 59.5])
+    ]
+    import numpy as np
+
+    names = ["cfg/a.log", "cfg/b.log"]
+    packed = group.PointList(
+        np.array([p.value for p in points]),
+        np.array([names.index(p.source) for p in points], np.int32),
+        names,
+        np.array([p.line for p in points], np.uint32),
+        None,
+        None,
+    )
+    want = [(points[i].source, points[i].line, points[i].value) for i in (4, 2)]
+    for given in (points, packed):
+        got = _outliers_of(given, [4, 2])
+        assert [(o.source, o.line, o.value) for o in got] == want
+        assert [type(x) for x in got._dumped()[0].values()] == [str, int, float]
+        assert len(_outliers_of(given, [])) == 0
+    # the example's run 3 (50.9 tok/s, the README's outlier), named where it was read
+    one = analyze(load_session(EXAMPLE))
+    decode = next(c for c in one.configs if c.name == "eagle3-decode")
+    got = decode.metrics["throughput_tok_s"].outliers
+    assert [(o.source, o.line, o.value) for o in got] == [("eagle3-decode/bench.log", 9, 50.9)]

@@ -960,6 +960,9 @@ def by_launch(
     import numpy as np
 
     if isinstance(points, PointList):
+        contiguous = _launch_slices(points, launches, series_sources)
+        if contiguous is not None:
+            return contiguous
         values = points._values
         codes_src = np.asarray(points._sources)
         names = points._names
@@ -1005,6 +1008,45 @@ def by_launch(
     ]
     out.sort(key=lambda lv: int(lv.positions[0]))
     return out
+
+
+def _launch_slices(
+    points: PointList,
+    launches: Mapping[str, Sequence[tuple[int, str]]],
+    series_sources: Collection[str],
+) -> list[LaunchValues] | None:
+    """`by_launch` of the points of one source in line order (a config's one server log,
+    the common case of a day-long log): each launch's points are a run of the list, found
+    by a binary search of its first line, and its values are a view of the list's (no
+    sort, no copy: a 1 GB log's key of 3.75 million values and two launches took 175 MB
+    and 85 ms the general way). None where this does not apply: several sources, lines
+    out of order, or a launch name that two spans share."""
+    import numpy as np
+
+    n = len(points)
+    if n == 0 or len(points._names) != 1:
+        return None
+    src = points._names[0]
+    codes, lines = points._sources, points._lines
+    if not (bool((codes == 0).all()) and bool((lines[1:] >= lines[:-1]).all())):
+        return None
+    spans = launches.get(src) or [(0, src)]
+    if len({name for _, name in spans}) != len(spans):
+        return None
+    starts = [line for line, _ in spans[1:]]
+    if starts and not 0 <= min(starts) <= max(starts) <= np.iinfo(lines.dtype).max:
+        return None
+    # the first point of each later span: the first at or after its start line (a point
+    # before the first span's start belongs to the first span, as `by_launch` clips it);
+    # the starts in the lines' own type, so that they are not copied to compare
+    found = np.searchsorted(lines, np.array(starts, dtype=lines.dtype), side="left")
+    cuts = [0, *found.tolist(), n]
+    series = src in series_sources
+    return [
+        LaunchValues(name, points._values[a:b], np.arange(a, b, dtype=np.int64), series)
+        for (_, name), a, b in zip(spans, cuts[:-1], cuts[1:], strict=True)
+        if b > a
+    ]
 
 
 def launch_settings(session: Session, name: str) -> dict[str, list[tuple[Any, list[str]]]]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from sessionlens.analysis import analyze
 from sessionlens.group import confounds, is_noise, settings_diff, values_by_config
 from sessionlens.session import load_session
@@ -131,3 +133,54 @@ def test_launches_are_ordered_by_their_start_number_and_odd_names_do_not_raise()
 
     names = ["run#10", "run#9", "run", "run#²", "other#1"]  # `'²'.isdigit()` is true
     assert sorted(names, key=_launch_order) == ["other#1", "run", "run#9", "run#10", "run#²"]
+
+
+def _general_by_launch(points, launches, series):  # type: ignore[no-untyped-def]
+    """`by_launch` the general way (the points as `Point`s: no run of the list taken)."""
+    from sessionlens.group import by_launch
+
+    return by_launch(list(points), launches, series)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_launches_of_one_source_in_line_order_are_runs_of_its_points(seed: int) -> None:
+    """A config's one log in line order is split by binary search, its launches' values
+    views of the list; the launches, values, positions and series flags are those of the
+    general rule, on random spans (points before the first span, spans without a point,
+    starts beyond every line, a name two spans share, lines out of order)."""
+    import random
+
+    import numpy as np
+
+    from sessionlens.group import PointList, by_launch
+
+    rng = random.Random(seed)
+    n = rng.choice([1, 2, 5, 50, 400])
+    lines = sorted(rng.sample(range(1, 5 * n + 10), n))
+    if seed % 7 == 3 and n > 1:  # out of order: the general way
+        i = rng.randrange(n - 1)
+        lines[i], lines[i + 1] = lines[i + 1], lines[i]
+    k = rng.randint(1, 4)
+    starts = sorted(rng.sample(range(0, 5 * n + 40), k))
+    if seed % 5 == 0:
+        starts[0] = 3  # points before the first span: they belong to it
+    names = [f"s#{i + 1}" for i in range(k)]
+    if seed % 9 == 4 and k > 2:
+        names[2] = names[0]  # a name two spans share: the general way
+    spans = {"cfg/server.log": list(zip(starts, names, strict=True))}
+    if seed % 11 == 6:
+        spans = {}  # no launches known: the source is a launch of its own
+    dtype = np.uint32 if seed % 2 else np.int64
+    values = np.array([rng.gauss(50, 5) for _ in range(n)])
+    points = PointList(
+        values, np.zeros(n, np.int32), ["cfg/server.log"], np.array(lines, dtype), None, None
+    )
+    series = {"cfg/server.log"} if seed % 3 else set()
+    got = by_launch(points, spans, series)
+    want = _general_by_launch(points, spans, series)
+    assert [(g.name, g.series) for g in got] == [(w.name, w.series) for w in want]
+    for g, w in zip(got, want, strict=True):
+        assert g.values.tolist() == w.values.tolist()
+        assert g.positions.tolist() == w.positions.tolist()
+        assert g.positions.dtype == np.int64
+    assert sum(len(g.values) for g in got) == n

@@ -597,7 +597,8 @@ class _Gathered:
     def __init__(self) -> None:
         self.values: list[npt.NDArray[np.float64]] = []
         self.lines: list[npt.NDArray[np.int64]] = []
-        self.sources: list[npt.NDArray[np.int32]] = []
+        # per part: its rows' source numbers, or one number where every row has it
+        self.sources: list[npt.NDArray[np.int32] | int] = []
         self.names: list[str] = []
         self.index: dict[str, int] = {}
         # per part: the runs and blocks (numpy, with a mask of the None), or None: all None
@@ -622,10 +623,10 @@ class _Gathered:
             if len(self.names) < len(self.index):
                 self.names.append(name)
             mine[k] = self.index[name]
-        codes = src.to_physical().to_numpy()
         if len(phys) == 1:  # one source (most parts): no index array of the part's length
-            self.sources.append(np.full(len(codes), mine[0], np.int32))
+            self.sources.append(int(mine[0]))
         else:
+            codes = src.to_physical().to_numpy()
             order = np.argsort(phys)
             self.sources.append(mine[order][np.searchsorted(phys[order], codes)])
         self.values.append(part["value"].to_numpy().astype(np.float64, copy=False))
@@ -651,12 +652,28 @@ class _Gathered:
             none = [p[1] if isinstance(p, tuple) else np.ones(p, np.bool_) for p in parts]
             return Ints(joined(values), joined(none))
 
+        def sources() -> npt.NDArray[np.int32]:
+            """One source for every point (a config's one log, most keys): one number seen
+            as a column of them, no byte a point (a read-only view: nothing writes it)."""
+            lengths = [len(v) for v in self.values]
+            shared = [s for s in self.sources if isinstance(s, int)]
+            if len(shared) == len(self.sources) and len(set(shared)) == 1:
+                one: npt.NDArray[np.int32] = np.broadcast_to(np.int32(shared[0]), (sum(lengths),))
+                return one
+            many: npt.NDArray[np.int32] = joined(
+                [
+                    np.full(k, s, np.int32) if isinstance(s, int) else s
+                    for s, k in zip(self.sources, lengths, strict=True)
+                ]
+            )
+            return many
+
         lines = joined(self.lines)
         if len(lines) and lines.min() >= 0 and lines.max() < 1 << 32:
             lines = lines.astype(np.uint32)  # held in half the bytes (they stay ints)
         return PointList(
             joined(self.values),
-            joined(self.sources),
+            sources(),
             self.names,
             lines,
             ints(self.runs) if self.any_run else None,

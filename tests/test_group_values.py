@@ -257,3 +257,40 @@ def test_keys_of_as_many_other_rows_make_their_own_groups(
     monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
     _drained_alike(session, at_once)
     assert len(made) == 2
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_key_of_one_source_holds_no_source_number_a_point(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key whose points all come from one log holds its source as one number seen as a
+    column (no byte a point); a key of several logs holds a number a point. Both give every
+    point's source as the rows say, whole or sliced or taken, read at once or drained."""
+    import numpy as np
+
+    rng = random.Random(seed)
+    monkeypatch.setattr(model, "_JOIN_ROWS", rng.choice([50, 1000, 1 << 18]))
+    cols = SampleColumns()
+    want: dict[tuple[str, str], list[str]] = {}
+    # c1 reads one log, c2 two (their rows interleaved part by part)
+    for config, sources in (("c1", ["one.log"]), ("c2", ["x.log", "y.log", "x.log"])):
+        for source in sources:
+            rows = _log(rng, ["TP0"], rng.randint(5, 60))
+            cols.add_batch(config, source, _batch(rows))
+            for s in rows:
+                want.setdefault((config, s.metric), []).append(source)
+    session: Any = _Session(cols)
+    if seed % 2:
+        monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+        got = group._drained(cols, combine=False)
+    else:
+        got = group.values_by_config(session)
+    assert set(got) == set(want)
+    for key, pts in got.items():
+        assert [p.source for p in pts] == want[key], key
+        assert pts.sources == want[key]
+        assert pts[1:3].sources == want[key][1:3]
+        at = np.array([len(pts) - 1, 0], np.int64)
+        assert pts.take(at).sources == [want[key][-1], want[key][0]]
+        strides = pts._sources.strides[0]
+        assert (strides == 0) == (key[0] == "c1"), key

@@ -560,8 +560,8 @@ def _widened(held: _Held, words: dict[str, pl.Series], ids: _Ids | None) -> pl.D
                 col = mine[name].gather(col)
             elif name in words:
                 col = words[name].cast(pl.Categorical).gather(col)
-        elif name in ("run", "block"):
-            col = pl.repeat(None, n, dtype=pl.Int32, eager=True)
+        elif name in ("run", "block"):  # a null repeated (`pl.repeat` runs a query: 30x)
+            col = pl.Series([None], dtype=pl.Int32).new_from_index(0, n)
         elif name == "source":
             one = pl.Series([held.source], dtype=pl.String).cast(pl.Categorical)
             col = one.new_from_index(0, n)

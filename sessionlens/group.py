@@ -348,15 +348,8 @@ def values_by_config(session: Session, keep: Collection[str] = (), consume: bool
     if len(columns) == 0:
         return {}
     keyed_rows = pl.col("ts").is_not_null() & pl.col("rank").is_not_null()
-    ranks = (
-        columns.lazy(categorical=True)
-        .filter(keyed_rows)
-        .group_by("source")
-        .agg(pl.col("rank").n_unique())
-        .collect()
-    )
     frames: Iterable[pl.DataFrame]
-    multi = bool(ranks.height and int(ranks["rank"].max()) > 1)  # type: ignore[arg-type]
+    multi = any(len(ranks) > 1 for ranks in columns.keyed_ranks().values())
     # rows of ranks combined as read (`_rankfold`): the rows left were of a table that had
     # ranks to combine, and are combined as they would have been
     multi = multi or columns.folded

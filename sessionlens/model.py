@@ -545,6 +545,32 @@ class SampleColumns:
             names.update(words["metric"].to_list())
         return names
 
+    def keyed_ranks(self) -> dict[str, set[str]]:
+        """Per source, the ranks of its rows that have both a rank and a timestamp (the
+        rows of which DP groups are formed), read from each part's codes: no timestamp or
+        rank string is made a row (on a 1 GB DP-attention log, 0.6 s as a decoded query)."""
+        import polars as pl
+
+        out: dict[str, set[str]] = {}
+        keyed = pl.col("ts").is_not_null() & pl.col("rank").is_not_null()
+        for part, key, words in zip(self._parts, self._part_keys, self._words, strict=True):
+            if key is not None and key.rank is not None:  # one rank for every row
+                if key.rank[0] is not None and part["ts"].null_count() < part.height:
+                    out.setdefault(key.source, set()).add(key.rank[0])
+                continue
+            cols = ["rank"] if key is not None else ["source", "rank"]
+            pairs = part.lazy().filter(keyed).select(cols).unique().collect()
+            ranks = words["rank"].gather(pairs["rank"]).to_list()
+            if key is not None:
+                out.setdefault(key.source, set()).update(ranks)
+            else:
+                for src, rank in zip(words["source"].gather(pairs["source"]), ranks, strict=True):
+                    out.setdefault(src, set()).add(rank)
+        for src, rank, ts in zip(self._source, self._rank, self._ts, strict=True):
+            if rank is not None and ts is not None:  # the rows not packed yet
+                out.setdefault(src, set()).add(rank)
+        return out
+
     def first_ts(self, sources: Iterable[str]) -> dict[str, str]:
         """The first timestamp (in line order) each of these sources prints, where it has one."""
         import polars as pl

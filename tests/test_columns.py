@@ -393,3 +393,41 @@ def test_a_bar_for_slow_work_on_a_terminal() -> None:
         advance(100)
         advance(100)
     assert "parsing" in tty.getvalue()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_keyed_ranks_read_from_codes_are_those_of_the_decoded_rows(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which ranks each source's rows with a timestamp have (whether DP groups need
+    combining) is read from every part's codes: the same as a query of the decoded table,
+    for batches with one rank or several, packed rows, rows not packed yet, rows without a
+    rank or a timestamp."""
+    import random
+
+    rng = random.Random(seed)
+    monkeypatch.setattr(model, "_PACK_ROWS", rng.choice([3, 17, 1000]))
+    monkeypatch.setattr(model, "_JOIN_ROWS", rng.choice([5, 1 << 18]))
+    cols = SampleColumns()
+    line = 0
+    for _ in range(rng.randint(1, 8)):
+        source = rng.choice(["a.log", "b.log", "c.log"])
+        ranks = rng.choice([[None], ["TP0"], ["TP0", "TP1"], ["DP0 TP0", "DP1 TP1", None]])
+        rows = []
+        for _ in range(rng.randint(1, 30)):
+            line += 1
+            ts = None if rng.random() < 0.2 else f"2026-01-01 10:00:{line % 60:02d}"
+            rank = rng.choice(ranks)
+            rows.append(Sample("running_req", float(line), line, None, None, rank, ts))
+        if rng.random() < 0.5:
+            cols.add_batch("c1", source, _batch(rows))
+        else:
+            for s in rows:
+                cols.add("c1", source, s)
+    # a batch of one rank and no timestamp (a start-up line's rank): no DP group's
+    cols.add_batch("c1", "a.log", _batch([Sample("x", 1.0, line + 1, None, None, "TP9", None)]))
+    want: dict[str, set[str]] = {}
+    for row in cols.rows():
+        if row["rank"] is not None and row["ts"] is not None:
+            want.setdefault(row["source"], set()).add(row["rank"])
+    assert cols.keyed_ranks() == want

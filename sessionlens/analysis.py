@@ -530,7 +530,8 @@ def _cell(points: Sequence[group.Point], alpha: float, session: Session) -> _Cel
         st = stats.launch_stat(lv.values, lv.series)
         names.append(lv.name)
         out.append(st)
-        flagged.extend(int(lv.positions[i]) for i in st.outliers)
+        if st.outliers:  # the launch's positions made the config's, in one gather
+            flagged.extend(lv.positions[list(st.outliers)].tolist())
     outliers = tuple(sorted(flagged))
     return _Cell(
         s,

@@ -663,3 +663,40 @@ def test_finite_mean_is_the_summary_mean(n: int) -> None:
             assert stats.finite_mean(values) == summarize(values).mean
     assert stats.finite_mean([math.nan] * max(n, 1)) is None
     assert summarize([math.nan] * max(n, 1)).mean is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from([0.0, -0.0, 1.0, 2.5, 1e300, -7.0]), min_size=1, max_size=60),
+    st.lists(finite, max_size=20),
+)
+def test_the_median_of_an_array_is_statistics_median(
+    common: list[float], rest: list[float]
+) -> None:
+    """`_median_array`, which always partitions at two places (one place crawls on values
+    that are mostly one number), is the median of the values, odd counts and even."""
+    values = common + rest
+    arr = np.array(values, np.float64)
+    got = stats._median_array(arr.copy())
+    assert got == stats._median(values)  # the list's median, `_midpoint` of the middle two
+    if all(abs(v) < 1e200 for v in values):
+        assert math.isclose(got, statistics.median(values), rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_the_median_of_many_equal_values_and_its_outliers() -> None:
+    """3.75 million values of a mostly-zero metric (a day-long log's `#queue-req`): the
+    median and MAD-fallback outliers as a sort gives them, each flagged position the
+    input's (non-finite values left out)."""
+    rng = np.random.default_rng(7)
+    n = 375_001
+    x = np.where(rng.random(n) < 0.97, 0.0, rng.integers(1, 50, n).astype(np.float64))
+    x[[5, 17]] = [math.nan, math.inf]
+    assert stats._median_array(x[np.isfinite(x)]) == float(np.sort(x[np.isfinite(x)])[n // 2 - 1])
+    s = stats.launch_stat(x, series=False)
+    finite_at = np.flatnonzero(np.isfinite(x))
+    xs = x[finite_at]
+    dev = np.abs(xs - np.median(xs))
+    mean_ad = dev.mean()
+    want = finite_at[np.abs(dev / (1.2533 * mean_ad)) > 3.5]
+    assert len(want) > 0
+    assert s.outliers == tuple(want.tolist())

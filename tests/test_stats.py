@@ -700,3 +700,70 @@ def test_the_median_of_many_equal_values_and_its_outliers() -> None:
     want = finite_at[np.abs(dev / (1.2533 * mean_ad)) > 3.5]
     assert len(want) > 0
     assert s.outliers == tuple(want.tolist())
+
+
+def _print_step_whole(values: list[float]) -> float | None:
+    """`print_step` as it was: every finite value checked at once."""
+    arr = np.asarray(values, dtype=np.float64)
+    arr = arr[np.isfinite(arr)]
+    if len(arr) == 0:
+        return None
+    for d in range(10):
+        scaled = arr * 10.0**d
+        if np.all(np.abs(scaled - np.rint(scaled)) <= 1e-6 + 1e-12 * np.abs(scaled)):
+            return 10.0**-d
+    return None
+
+
+def _outliers_whole(values: list[float]) -> tuple[int, ...]:
+    """`outlier_indices` as it was: each step a new array."""
+    xs = np.asarray(values, dtype=np.float64)
+    if len(xs) < 3:
+        return ()
+    med = float(np.median(xs))
+    with np.errstate(over="ignore", invalid="ignore"):
+        dev = np.abs(xs - med)
+        mad = float(np.median(dev))
+        if mad > 0:
+            score = 0.6745 * dev / mad
+        else:
+            mean_ad = float(dev.mean())
+            if not mean_ad > 0:
+                return ()
+            score = dev / (1.253314 * mean_ad)
+        return tuple(np.flatnonzero(score > 3.5).tolist())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.integers(-5000, 5000).map(lambda i: i / 100),
+            st.integers(-50, 50).map(float),
+            st.sampled_from([math.nan, math.inf, -math.inf, 1e-12, 0.1 + 0.2]),
+        ),
+        max_size=80,
+    ),
+    st.integers(1, 9),
+)
+def test_print_step_a_block_at_a_time_and_outliers_in_place_are_as_before(
+    values: list[float], block: int
+) -> None:
+    """`print_step` checks the values a block at a time (blocks of 1 to 9 values here),
+    `outlier_indices` works on one array in place, and `launch_stat` maps outliers to the
+    input's positions only where a value was left out: the results are those of each
+    step on the whole column."""
+    import unittest.mock
+
+    with (
+        unittest.mock.patch.object(stats, "_STEP_BLOCK", block),
+        unittest.mock.patch.object(stats, "_STEP_HEAD", block // 2),
+    ):
+        assert stats.print_step(values) == _print_step_whole(values)
+    finite_vals = [v for v in values if math.isfinite(v)]
+    assert stats.outlier_indices(finite_vals) == _outliers_whole(finite_vals)
+    if finite_vals:
+        at = [i for i, v in enumerate(values) if math.isfinite(v)]
+        want = tuple(at[i] for i in _outliers_whole(finite_vals))
+        assert stats.launch_stat(values, series=False).outliers == want
+        assert stats.launch_stat(np.array(values), series=True).outliers == want

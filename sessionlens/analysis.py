@@ -10,15 +10,15 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
-from pydantic_core import core_schema
+from pydantic import BaseModel, ConfigDict, Field
 
 from . import __version__, _load, group, metrics, specmath, stats, sweep, verdict
 from . import diagnostics as dg
+from ._made import MadeWhenRead
 from .errors import ManifestError, UsageError
 from .manifest import HypothesisSpec
 from .session import Session
@@ -54,7 +54,7 @@ class OutlierRef(_Model):
     value: float
 
 
-class Outliers(Sequence[OutlierRef]):
+class Outliers(MadeWhenRead[OutlierRef]):
     """A metric's outliers (`MetricSummary.outliers`), in the order flagged: `OutlierRef`s,
     held as columns until read.
 
@@ -68,6 +68,7 @@ class Outliers(Sequence[OutlierRef]):
     """
 
     __slots__ = ("_lines", "_made", "_names", "_sources", "_values")
+    _item = OutlierRef
 
     def __init__(self, refs: Iterable[OutlierRef] = ()) -> None:
         self._made: list[OutlierRef] | None = list(refs)
@@ -93,25 +94,6 @@ class Outliers(Sequence[OutlierRef]):
         out._names = names
         out._sources, out._lines, out._values = sources, lines, values
         return out
-
-    @classmethod
-    def __get_pydantic_core_schema__(
-        cls, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        items = core_schema.list_schema(handler.generate_schema(OutlierRef))
-        return core_schema.json_or_python_schema(
-            json_schema=core_schema.no_info_after_validator_function(cls._of, items),
-            python_schema=core_schema.no_info_after_validator_function(
-                cls._of, core_schema.union_schema([core_schema.is_instance_schema(cls), items])
-            ),
-            serialization=core_schema.plain_serializer_function_ser_schema(
-                cls._dumped, info_arg=False, return_schema=core_schema.list_schema()
-            ),
-        )
-
-    @classmethod
-    def _of(cls, value: Outliers | list[OutlierRef]) -> Outliers:
-        return value if isinstance(value, Outliers) else cls(value)
 
     def _triples(self) -> tuple[list[str], list[int], list[float]]:
         """Every outlier's source, line and value, as Python objects (no model made)."""
@@ -148,29 +130,6 @@ class Outliers(Sequence[OutlierRef]):
             return len(self._made)
         assert self._values is not None
         return len(self._values)
-
-    @overload
-    def __getitem__(self, i: int) -> OutlierRef: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[OutlierRef]: ...
-
-    def __getitem__(self, i: int | slice) -> OutlierRef | list[OutlierRef]:
-        return self._all()[i]
-
-    def __iter__(self) -> Iterator[OutlierRef]:
-        return iter(self._all())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Outliers):
-            return self._all() == other._all()
-        return isinstance(other, list) and self._all() == other
-
-    def __hash__(self) -> int:
-        raise TypeError("unhashable type: 'Outliers'")
-
-    def __repr__(self) -> str:
-        return repr(self._all())
 
 
 class MetricSummary(_Model):

@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, GetCoreSchemaHandler
-from pydantic_core import core_schema
+from pydantic import BaseModel, ConfigDict, Field
 
+from ._made import MadeWhenRead
 from .diagnostics import Diagnostic
 
 if TYPE_CHECKING:
@@ -90,12 +90,13 @@ class BlockInfo(BaseModel):
     settings: dict[str, JSONValue] = Field(default_factory=dict)
 
 
-class Blocks(Sequence[BlockInfo]):
+class Blocks(MadeWhenRead[BlockInfo]):
     """A source's blocks in the order of their index: `BlockInfo`s, and plain ones (no
     settings: a server log's phase blocks, millions in a day-long log) held as arrays of
     block index and line until read (a `BlockInfo` each would hold ~600 bytes)."""
 
     __slots__ = ("_given", "_made", "_plain")
+    _item = BlockInfo
 
     def __init__(
         self,
@@ -105,23 +106,6 @@ class Blocks(Sequence[BlockInfo]):
         self._given = list(given)  # in the order of their index when `plain` is given
         self._plain = list(plain)
         self._made: list[BlockInfo] | None = None if self._plain else self._given
-
-    @classmethod
-    def __get_pydantic_core_schema__(
-        cls, source: Any, handler: GetCoreSchemaHandler
-    ) -> core_schema.CoreSchema:
-        items = core_schema.list_schema(handler.generate_schema(BlockInfo))
-        return core_schema.no_info_after_validator_function(
-            cls._of,
-            core_schema.union_schema([core_schema.is_instance_schema(cls), items]),
-            serialization=core_schema.plain_serializer_function_ser_schema(
-                cls._dumped, info_arg=False, return_schema=core_schema.list_schema()
-            ),
-        )
-
-    @classmethod
-    def _of(cls, value: Blocks | list[BlockInfo]) -> Blocks:
-        return value if isinstance(value, Blocks) else cls(value)
 
     def _dumped(self) -> list[dict[str, Any]]:
         """As `list[BlockInfo]` dumps (the plain blocks without making their objects)."""
@@ -173,29 +157,6 @@ class Blocks(Sequence[BlockInfo]):
 
     def __len__(self) -> int:
         return len(self._given) + sum(len(p.blocks) for p in self._plain)
-
-    @overload
-    def __getitem__(self, i: int) -> BlockInfo: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> list[BlockInfo]: ...
-
-    def __getitem__(self, i: int | slice) -> BlockInfo | list[BlockInfo]:
-        return self._all()[i]
-
-    def __iter__(self) -> Iterator[BlockInfo]:
-        return iter(self._all())
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, Blocks):
-            return self._all() == other._all()
-        return isinstance(other, list) and self._all() == other
-
-    def __hash__(self) -> int:
-        raise TypeError("unhashable type: 'Blocks'")
-
-    def __repr__(self) -> str:
-        return repr(self._all())
 
 
 class SourceInfo(BaseModel):

@@ -443,3 +443,36 @@ def test_a_reports_outliers_are_the_points_flagged(tmp_path: Path) -> None:
     decode = next(c for c in one.configs if c.name == "eagle3-decode")
     got = decode.metrics["throughput_tok_s"].outliers
     assert [(o.source, o.line, o.value) for o in got] == [("eagle3-decode/bench.log", 9, 50.9)]
+
+
+def test_blocks_made_when_read_validate_dump_and_compare_as_their_list() -> None:
+    """A source's phase blocks, held as arrays until read, share the outliers' protocol:
+    they dump as `list[BlockInfo]`, validate back from Python and from JSON (which the
+    blocks' own schema refused before they shared it), and equal their list."""
+    import numpy as np
+
+    from sessionlens.analysis import Outliers
+    from sessionlens.model import BlockInfo, Blocks, BlockStarts, SourceInfo
+
+    given = [BlockInfo(block=1, line=5, format="bench-stdout", settings={"max_concurrency": 4})]
+    plain = [BlockStarts(np.array([0, 2], np.int64), np.array([1, 9], np.int64), "phase")]
+    info = SourceInfo(path="a/server.log", format="sglang-server", blocks=Blocks(given, plain))
+    want = [
+        BlockInfo(block=0, line=1, format="phase"),
+        given[0],
+        BlockInfo(block=2, line=9, format="phase"),
+    ]
+    assert info.blocks == want
+    assert info.blocks._made is not None  # read: made once, kept
+    again = SourceInfo(path="a/server.log", format="sglang-server", blocks=Blocks(given, plain))
+    dumped = again.model_dump()
+    assert again.blocks._made is None  # dumped without a model made
+    assert dumped["blocks"] == [b.model_dump() for b in want]
+    assert SourceInfo.model_validate_json(again.model_dump_json()) == info
+    assert SourceInfo.model_validate(dumped) == info
+    assert len(again.blocks) == 3
+    assert again.blocks[1:] == want[1:]
+    assert Blocks() != Outliers()  # another kind of sequence: not equal, though both empty
+    assert Blocks() == []
+    with pytest.raises(TypeError, match="unhashable type: 'Blocks'"):
+        hash(again.blocks)

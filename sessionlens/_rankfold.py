@@ -39,7 +39,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _memory, metrics
-from .group import _dp_groups, kahan_sums
+from .group import _dp_groups, kahan_sums, rank_groups
 from .model import BATCH_COLUMNS, Sample, SampleBatch, SampleColumns, batch_schema
 
 if TYPE_CHECKING:
@@ -491,25 +491,10 @@ def _runs(
     big_m, big_r = int(m.max()) + 1, int(rank.max()) + 1
     if (int(ts.max()) + 1) * big_m * big_r >= 1 << 62:
         return None
-    cell = ts * big_m + m  # the (timestamp, metric)
-
-    def runs(key: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-        o = np.argsort(key, kind="stable")
-        new = np.ones(len(o), np.bool_)
-        sk = key[o]
-        new[1:] = sk[1:] != sk[:-1]
-        return o, new
-
-    # k: each row's place among its rank's rows of a timestamp and metric
-    o, new = runs(cell * big_r + rank)
-    at = np.flatnonzero(new)
-    k = np.empty(len(o), np.int64)
-    k[o] = np.arange(len(o)) - at[np.cumsum(new) - 1]
-    top = int(k.max())
-    if top and (int(cell.max()) + 1) * (top + 1) >= 1 << 62:
+    found = rank_groups(ts * big_m + m, rank)  # a (timestamp, metric) as one number
+    if found is None:
         return None
-    o, new = runs(cell * (top + 1) + k if top else cell)
-    first = np.flatnonzero(new)
+    o, first = found
     size = np.diff(np.append(first, len(o)))
     keyed = np.zeros(n, np.bool_)
     keyed[rows] = True

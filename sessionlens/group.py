@@ -752,6 +752,15 @@ def _dp_groups(
 
     rows = np.flatnonzero(keyed)
     m = len(rows)
+    found = None
+    if m:
+        big_t = int(ts.max()) + 1
+        if (int(src.max()) + 1) * big_t < 1 << 62:  # a (source, timestamp) as one number
+            cell = src.astype(np.int64) * big_t + ts
+            found = rank_groups(cell, rank.astype(np.int64))
+    if found is not None:
+        o, first = found
+        return _grouped(keyed, rows, o, first)
     # k: each row's place among the rows of its (source, timestamp, rank), in line order
     o = np.lexsort((rows, rank, ts, src))
     new = np.ones(m, np.bool_)
@@ -765,14 +774,59 @@ def _dp_groups(
     o = np.lexsort((rows, k, ts, src))
     new[:] = True
     new[1:] = (src[o][1:] != src[o][:-1]) | (ts[o][1:] != ts[o][:-1]) | (k[o][1:] != k[o][:-1])
-    first = np.flatnonzero(new)
-    size = np.diff(np.append(first, m))
+    return _grouped(keyed, rows, o, np.flatnonzero(new))
+
+
+def _grouped(
+    keyed: npt.NDArray[np.bool_],
+    rows: npt.NDArray[np.int64],
+    o: npt.NDArray[np.int64],
+    first: npt.NDArray[np.int64],
+) -> _Groups:
+    """`_Groups` of the keyed `rows` in group order `o`, each group starting at `first`."""
+    import numpy as np
+
+    size = np.diff(np.append(first, len(rows)))
     members = rows[o]
     lead = members[first]  # each group's first row: its place, source, block and run
     plain = np.flatnonzero(~keyed)
     at = np.concatenate([plain, lead])
     order = np.argsort(at, kind="stable")
     return _Groups(members, first, size, plain, order, at[order])
+
+
+def rank_groups(
+    cell: npt.NDArray[np.int64], rank: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]] | None:
+    """Rows grouped by (cell, k), k each row's place among its rank's rows of its cell, in
+    row order (the DP groups of `_combine`: the k-th line of each rank at a timestamp),
+    by two stable sorts of one number a row: the rows' order in groups and each group's
+    first place in it. The rows come nearly sorted (timestamps advance), which a stable
+    sort is quick on, and equals are kept in row order, as two lexsorts with the row last
+    keep them. None where the numbers would not fit in 62 bits (non-negative cells and
+    ranks)."""
+    import numpy as np
+
+    big_c, big_r = int(cell.max()) + 1, int(rank.max()) + 1
+    if big_c * big_r >= 1 << 62:
+        return None
+
+    def runs(key: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        o = np.argsort(key, kind="stable")
+        new = np.ones(len(o), np.bool_)
+        sk = key[o]
+        new[1:] = sk[1:] != sk[:-1]
+        return o, new
+
+    o, new = runs(cell * big_r + rank)
+    at = np.flatnonzero(new)
+    k = np.empty(len(o), np.int64)
+    k[o] = np.arange(len(o)) - at[np.cumsum(new) - 1]
+    top = int(k.max())
+    if top and big_c * (top + 1) >= 1 << 62:
+        return None
+    o, new = runs(cell * (top + 1) + k if top else cell)
+    return o, np.flatnonzero(new)
 
 
 def kahan_sums(

@@ -1084,7 +1084,7 @@ def _launch_slices(
     by a binary search of its first line, and its values are a view of the list's (no
     sort, no copy: a 1 GB log's key of 3.75 million values and two launches took 175 MB
     and 85 ms the general way). None where this does not apply: several sources, lines
-    out of order, or a launch name that two spans share."""
+    or spans out of order, or a launch name that two spans share."""
     import numpy as np
 
     n = len(points)
@@ -1100,6 +1100,8 @@ def _launch_slices(
     starts = [line for line, _ in spans[1:]]
     if starts and not 0 <= min(starts) <= max(starts) <= np.iinfo(lines.dtype).max:
         return None
+    if starts != sorted(starts) or (starts and starts[0] < spans[0][0]):
+        return None  # spans out of line order: the general rule says what that means
     # the first point of each later span: the first at or after its start line (a point
     # before the first span's start belongs to the first span, as `by_launch` clips it);
     # the starts in the lines' own type, so that they are not copied to compare

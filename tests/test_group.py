@@ -168,6 +168,8 @@ def test_launches_of_one_source_in_line_order_are_runs_of_its_points(seed: int) 
     if seed % 9 == 4 and k > 2:
         names[2] = names[0]  # a name two spans share: the general way
     spans = {"cfg/server.log": list(zip(starts, names, strict=True))}
+    if seed % 13 == 8 and k > 1:  # spans out of line order: the general way
+        spans["cfg/server.log"].reverse()
     if seed % 11 == 6:
         spans = {}  # no launches known: the source is a launch of its own
     dtype = np.uint32 if seed % 2 else np.int64

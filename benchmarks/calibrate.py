@@ -231,6 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     load_before = os.getloadavg()
     started = datetime.now(UTC)
     t0 = time.perf_counter()
+    if args.workdir is not None:  # a folder named that does not exist yet is made
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="sessionlens-calib-", dir=args.workdir) as tmp:
         counts, seconds = run(scenarios, args.sessions, args.seed, args.jobs, Path(tmp))
     wall = time.perf_counter() - t0

@@ -758,9 +758,23 @@ def _dp_groups(
         if (int(src.max()) + 1) * big_t < 1 << 62:  # a (source, timestamp) as one number
             cell = src.astype(np.int64) * big_t + ts
             found = rank_groups(cell, rank.astype(np.int64))
-    if found is not None:
-        o, first = found
-        return _grouped(keyed, rows, o, first)
+    if found is None:  # codes too big for one number a row
+        found = _lexsorted_groups(rows, src, ts, rank)
+    o, first = found
+    return _grouped(keyed, rows, o, first)
+
+
+def _lexsorted_groups(
+    rows: npt.NDArray[np.int64],
+    src: npt.NDArray[Any],
+    ts: npt.NDArray[Any],
+    rank: npt.NDArray[Any],
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64]]:
+    """`rank_groups` of the keyed `rows` (their source, timestamp and rank codes) by two
+    lexsorts of four keys, the row last: for codes too big for one number a row."""
+    import numpy as np
+
+    m = len(rows)
     # k: each row's place among the rows of its (source, timestamp, rank), in line order
     o = np.lexsort((rows, rank, ts, src))
     new = np.ones(m, np.bool_)
@@ -774,7 +788,7 @@ def _dp_groups(
     o = np.lexsort((rows, k, ts, src))
     new[:] = True
     new[1:] = (src[o][1:] != src[o][:-1]) | (ts[o][1:] != ts[o][:-1]) | (k[o][1:] != k[o][:-1])
-    return _grouped(keyed, rows, o, np.flatnonzero(new))
+    return o, np.flatnonzero(new)
 
 
 def _grouped(

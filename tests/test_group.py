@@ -188,26 +188,6 @@ def test_launches_of_one_source_in_line_order_are_runs_of_its_points(seed: int) 
     assert sum(len(g.values) for g in got) == n
 
 
-def _dp_groups_by_lexsort(keyed, src, ts, rank):  # type: ignore[no-untyped-def]
-    """`_dp_groups` as two lexsorts of four keys (the row last), the rule's first form."""
-    import numpy as np
-
-    rows = np.flatnonzero(keyed)
-    m = len(rows)
-    o = np.lexsort((rows, rank, ts, src))
-    new = np.ones(m, np.bool_)
-    new[1:] = (
-        (src[o][1:] != src[o][:-1]) | (ts[o][1:] != ts[o][:-1]) | (rank[o][1:] != rank[o][:-1])
-    )
-    starts = np.flatnonzero(new)
-    k = np.empty(m, np.int64)
-    k[o] = np.arange(m) - starts[np.cumsum(new) - 1]
-    o = np.lexsort((rows, k, ts, src))
-    new[:] = True
-    new[1:] = (src[o][1:] != src[o][:-1]) | (ts[o][1:] != ts[o][:-1]) | (k[o][1:] != k[o][:-1])
-    return rows[o], np.flatnonzero(new)
-
-
 @pytest.mark.parametrize("seed", range(30))
 def test_dp_groups_by_one_number_a_row_are_those_of_two_lexsorts(seed: int) -> None:
     """The DP groups made by two stable sorts of one number a row (source and timestamp,
@@ -231,7 +211,9 @@ def test_dp_groups_by_one_number_a_row_are_those_of_two_lexsorts(seed: int) -> N
         ts[[0, m - 1]] = ts[[m - 1, 0]]
     rank = np.array([rng.randint(0, 3) for _ in range(m)], np.uint32)
     got = group._dp_groups(keyed, src, ts, rank)
-    members, first = _dp_groups_by_lexsort(keyed, src, ts, rank)
+    rows = np.flatnonzero(keyed)
+    o, first = group._lexsorted_groups(rows, src, ts, rank)
+    members = rows[o]
     assert got.members.tolist() == members.tolist()
     assert got.first.tolist() == first.tolist()
     assert got.size.tolist() == np.diff(np.append(first, m)).tolist()

@@ -488,10 +488,10 @@ def _runs(
 
     if not len(rows):
         return None
-    big_m, big_r = int(m.max()) + 1, int(rank.max()) + 1
-    if (int(ts.max()) + 1) * big_m * big_r >= 1 << 62:
+    big_m = int(m.max()) + 1
+    if (int(ts.max()) + 1) * big_m >= 1 << 62:  # a (timestamp, metric) as one number
         return None
-    found = rank_groups(ts * big_m + m, rank)  # a (timestamp, metric) as one number
+    found = rank_groups(ts * big_m + m, rank)  # None: with the ranks, too big
     if found is None:
         return None
     o, first = found

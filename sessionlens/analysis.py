@@ -96,10 +96,8 @@ class Outliers(MadeWhenRead[OutlierRef]):
         return out
 
     def _triples(self) -> tuple[list[str], list[int], list[float]]:
-        """Every outlier's source, line and value, as Python objects (no model made)."""
-        if self._made is not None:
-            made = self._made
-            return [o.source for o in made], [o.line for o in made], [o.value for o in made]
+        """Every outlier's source, line and value from the columns, as Python objects (no
+        model made)."""
         assert self._sources is not None
         assert self._lines is not None
         assert self._values is not None

@@ -1104,9 +1104,9 @@ def _launch_slices(
     n = len(points)
     if n == 0 or len(points._names) != 1:
         return None
-    src = points._names[0]
-    codes, lines = points._sources, points._lines
-    if not (bool((codes == 0).all()) and bool((lines[1:] >= lines[:-1]).all())):
+    src = points._names[0]  # every point's: a source number indexes the names
+    lines = points._lines
+    if not bool((lines[1:] >= lines[:-1]).all()):
         return None
     spans = launches.get(src) or [(0, src)]
     if len({name for _, name in spans}) != len(spans):

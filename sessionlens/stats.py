@@ -872,10 +872,6 @@ def print_step(values: Values) -> float | None:
 
     arr = np.asarray(values, dtype=np.float64)
 
-    def finite(xs: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
-        ok = np.isfinite(xs)
-        return xs if bool(ok.all()) else xs[ok]
-
     def written(xs: npt.NDArray[np.float64], d: int) -> bool:
         scaled = xs * 10.0**d
         return bool(np.all(np.abs(scaled - np.rint(scaled)) <= 1e-6 + 1e-12 * np.abs(scaled)))
@@ -884,7 +880,8 @@ def print_step(values: Values) -> float | None:
         """`written` of every finite value, a block at a time: the temporaries of a block,
         not of the whole column (five arrays as long as it: 160 MB for a 1 GB log's key)."""
         return all(
-            written(finite(arr[at : at + _STEP_BLOCK]), d) for at in range(0, len(arr), _STEP_BLOCK)
+            written(_finite_only(arr[at : at + _STEP_BLOCK])[0], d)
+            for at in range(0, len(arr), _STEP_BLOCK)
         )
 
     if not any(
@@ -893,7 +890,7 @@ def print_step(values: Values) -> float | None:
     ):
         return None
     # the decimals a head of the values needs first (the whole needs at least as many)
-    head = finite(arr[:_STEP_HEAD])
+    head = _finite_only(arr[:_STEP_HEAD])[0]
     for d in range(_STEP_DECIMALS + 1):
         if written(head, d) and all_written(d):
             return 10.0**-d

@@ -411,7 +411,7 @@ def test_outliers_held_as_columns_are_the_list_of_their_refs() -> None:
         hash(held.outliers)
 
 
-def test_a_reports_outliers_are_the_points_flagged(tmp_path: Path) -> None:
+def test_a_reports_outliers_are_the_points_flagged() -> None:
     """The outliers a report names are the flagged points of the metric, whether the values
     are held as columns (`PointList`) or as `Point`s."""
     from sessionlens import group

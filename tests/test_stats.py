@@ -455,6 +455,66 @@ def test_exact_sum_over_blocks_and_flushes(
         assert stats._fsum_array(view) == math.fsum(view.tolist())
 
 
+@pytest.mark.parametrize("x", _sum_cases())
+def test_both_exact_sums_are_fsum_bit_for_bit(
+    x: np.ndarray, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The split sums (the fast way) and the integer buckets (where splitting takes too
+    many rounds) each give fsum's result, and the split is taken where it can be."""
+    want = math.fsum(x.tolist())
+    parts = stats._split_sums(x)
+    if parts is not None:
+        assert math.fsum(parts) == want or (want == 0 and math.fsum(parts) == 0)
+    assert stats._bucket_sum(x) == want or (want == 0 and stats._bucket_sum(x) == 0)
+    monkeypatch.setattr(stats, "_SPLIT_ROUNDS", 0)  # every block to the buckets
+    got = stats._fsum_array(x)
+    assert got == want
+    assert math.copysign(1.0, got) == math.copysign(1.0, want)
+
+
+def test_exact_sum_splits_printed_values_in_few_rounds() -> None:
+    """Values as logs print them take the split, and every split part is exact: the parts
+    summed as Python fractions are the values summed as fractions."""
+    from fractions import Fraction
+
+    rng = np.random.default_rng(5)
+    cases = [
+        np.round(rng.normal(1000, 200, 300_001), 2),  # throughputs, over three blocks
+        np.round(rng.random(50_000), 2),  # usages
+        rng.integers(0, 100, 50_000).astype(np.float64),  # counts: one round
+        np.round(rng.normal(0, 1, 20_000), 4) * 10.0 ** rng.integers(-8, 8, 20_000),
+    ]
+    for x in cases:
+        parts = stats._split_sums(x)
+        assert parts is not None
+        assert sum(map(Fraction, parts)) == sum(map(Fraction, x.tolist()))
+        assert stats._fsum_array(x) == math.fsum(x.tolist())
+    assert len(stats._split_sums(cases[2]) or []) == 1  # integers: the first round is all
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_exact_sum_by_property(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random arrays of random spreads, lengths and blocks: fsum's result bit for bit, by
+    the split and by the buckets; a spread beyond the split's rounds goes to the buckets."""
+    rng = np.random.default_rng(1000 + seed)
+    n = int(rng.integers(1, 3000))
+    spread = int(rng.choice([0, 3, 30, 120, 300]))
+    x = rng.normal(size=n) * 10.0 ** rng.integers(-spread, spread + 1, n)
+    if seed % 3 == 0:
+        x = np.round(x, int(rng.integers(0, 6)))
+    if seed % 5 == 0:
+        x = np.concatenate([x, -x[: n // 2]])  # cancellation
+    monkeypatch.setattr(stats, "_XSUM_BLOCK", int(rng.choice([5, 64, 1000, 1 << 17])))
+    want = math.fsum(x.tolist())
+    got = stats._fsum_array(x)
+    assert got == want
+    assert math.copysign(1.0, got) == math.copysign(1.0, want)
+    nonzero = np.abs(x[x != 0])
+    if len(nonzero) and np.log2(nonzero.max()) - np.log2(nonzero.min()) > 53 * stats._SPLIT_ROUNDS:
+        # a round takes at most 53 bits of the spread: more rounds than a block may take
+        assert stats._split_sums(x) is None
+
+
 def test_exact_sum_leaves_what_fsum_could_overflow_on_to_fsum() -> None:
     x = np.array([1e308, 1e308, -1e308])  # fsum's partials overflow: it raises, so do we
     with pytest.raises(OverflowError):

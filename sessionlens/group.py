@@ -551,6 +551,11 @@ def _widened(held: _Held, words: dict[str, pl.Series], ids: _Ids | None) -> pl.D
             col = rows[name]
             if name in mine:  # a null code stays null
                 col = mine[name].gather(col)
+            elif name == "value":  # held as scaled integers, or doubles
+                if name in words:
+                    from .model import unscaled
+
+                    col = unscaled(col, words[name])
             elif name in words:
                 col = words[name].cast(pl.Categorical).gather(col)
         elif name in ("run", "block"):  # a null repeated (`pl.repeat` runs a query: 30x)

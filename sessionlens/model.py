@@ -380,7 +380,7 @@ class SampleColumns:
         for name in coded:
             codes, words[name] = _encoded(f[name])
             cols.append(codes)
-        cols.append(f["value"].cast(pl.Float64))
+        cols.append(_held_values(f["value"].cast(pl.Float64), words))
         self._append(pl.DataFrame(cols), _PartKey(config, source, rank), words)
 
     def _append(
@@ -414,9 +414,19 @@ class SampleColumns:
         if len(self._parts) - start < 2:
             return
         parts, words = self._parts[start:], self._words[start:]
-        cols, joined = [], {}
+        cols: list[pl.Series] = []
+        joined: dict[str, pl.Series] = {}
         for name in parts[0].columns:
-            if name in words[0]:
+            if name == "value" and name in words[0]:  # values as scaled integers
+                if len({int(w[name][0]) for w in words}) == 1:  # of one scale
+                    cols.append(pl.concat([p[name] for p in parts], rechunk=True))
+                    joined[name] = words[0][name]
+                    continue
+                values = pl.concat(
+                    [unscaled(p[name], w[name]) for p, w in zip(parts, words, strict=True)]
+                )
+                cols.append(_held_values(values, joined))
+            elif name in words[0]:
                 codes, joined[name] = _recoded([p[name] for p in parts], [w[name] for w in words])
                 cols.append(codes)
             else:
@@ -451,6 +461,7 @@ class SampleColumns:
         for name in _STRING_COLUMNS:
             codes, words[name] = _encoded(part[name])
             part = part.with_columns(codes)
+        part = part.with_columns(_held_values(part["value"], words))
         self._append(part, None, words)
         for name in SAMPLE_COLUMNS:
             getattr(self, "_" + name).clear()
@@ -719,7 +730,8 @@ class Drained(NamedTuple):
     """A part of a drained table (`SampleColumns.drain`): its rows, the config, source
     and rank all of them share where the part holds no such column (None: it holds it;
     `rank` is a 1-tuple of the shared rank), and the strings of each coded column of the
-    frame, by code (`words[name][code]`)."""
+    frame, by code (`words[name][code]`). Where `words` has a `value`, the frame's values
+    are scaled integers: `unscaled(frame["value"], words["value"])` are the values."""
 
     config: str | None
     source: str | None
@@ -804,10 +816,85 @@ def _recoded(codes: list[pl.Series], words: list[pl.Series]) -> tuple[pl.Series,
 
 
 def _decoded(name: str, words: pl.Series, kind: Any) -> pl.Expr:
-    """A coded column as its strings (of type `kind`: String or Categorical)."""
+    """A coded column as its strings (of type `kind`: String or Categorical); the values
+    held as scaled integers as the values."""
     import polars as pl
 
+    if name == "value":  # divided by a column: by a number, polars is not exact
+        scale = words
+
+        def divided(held: pl.Series) -> pl.Series:
+            return unscaled(held, scale)
+
+        return (
+            pl.col(name)
+            .map_batches(divided, return_dtype=pl.Float64, is_elementwise=True)
+            .alias(name)
+        )
     return pl.lit(words.cast(kind)).gather(pl.col(name)).alias(name)
+
+
+# Values are held as integers m with value = m / 10**k (`_held_values`) for k up to this:
+# 10**k is exact in a double, and a value of k decimals and 32 bits of digits is m / 10**k.
+_MAX_SCALE = 9
+_HEAD = 4096  # values a scale is guessed from before every value is checked at it
+
+
+def _held_values(values: pl.Series, words: dict[str, pl.Series]) -> pl.Series:
+    """A part's values as held: in four bytes where they can be, as 32-bit integers m with
+    each value m / 10**k bit for bit (the scale k then said in `words["value"]`), else as
+    doubles. A value printed with k decimals is the double nearest that decimal, and so is
+    m / 10**k (IEEE division is correctly rounded, and both numbers are exact doubles): a
+    log's values are held in half the bytes, and read back as the same doubles. Checked bit
+    for bit on every value: a value not finite, a negative zero, or one of more digits (a
+    sum the parser computed) keeps the part's values doubles."""
+    import numpy as np
+    import polars as pl
+
+    v = values.to_numpy()
+    if len(v) == 0 or values.null_count():
+        return values.alias("value")
+    guess = _scale_guess(v[:_HEAD])
+    if guess is None:
+        return values.alias("value")
+    bits = v.view(np.int64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for k in range(guess, min(guess + _MORE_DIGITS, _MAX_SCALE) + 1):
+            m = np.rint(v * 10.0**k)
+            if not np.abs(m).max() < 1 << 31:  # a value too big, or not finite (nan)
+                break
+            held = m.astype(np.int32)
+            if np.array_equal((held / 10.0**k).view(np.int64), bits):
+                words["value"] = pl.Series("value", [k], pl.Int8)
+                return pl.Series("value", held)
+    return values.alias("value")
+
+
+_MORE_DIGITS = 2  # decimals beyond the first values' that the rest may need
+
+
+def _scale_guess(head: npt.NDArray[np.float64]) -> int | None:
+    """The least scale at which the first values are held exactly (None: none is)."""
+    import numpy as np
+
+    bits = head.view(np.int64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        for k in range(_MAX_SCALE + 1):
+            m = np.rint(head * 10.0**k) + 0.0  # a negative zero made 0, as an integer is
+            if np.array_equal((m / 10.0**k).view(np.int64), bits):
+                return k
+    return None
+
+
+def unscaled(held: pl.Series, scale: pl.Series) -> pl.Series:
+    """Values held as scaled integers (`_held_values`) as the doubles they stand for, each
+    divided by 10**k, correctly rounded: by a column of 10**k (polars' division by one
+    number multiplies by its inverse, which is not correctly rounded: 3 / 10 would be
+    0.30000000000000004). In polars' memory, where the table's freed parts were."""
+    import polars as pl
+
+    by = pl.Series([10.0 ** int(scale[0])], dtype=pl.Float64).new_from_index(0, len(held))
+    return (held.cast(pl.Float64) / by).alias(held.name)
 
 
 def _layout(part: pl.DataFrame, words: dict[str, pl.Series]) -> list[tuple[str, Any]]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
@@ -162,7 +162,8 @@ def test_parts_codes_join_into_codes_of_one_list(parts: list[list[str | None]]) 
 
 def test_a_batch_is_held_in_few_bytes_a_row() -> None:
     """An engine line's samples (several ranks, thousands of timestamps): one byte a
-    metric and a rank, two a timestamp, four a line number and eight a value."""
+    metric and a rank, two a timestamp, four a line number and four a value (printed
+    values as scaled integers)."""
     rows = [
         Sample(
             "abcdef"[i % 6],
@@ -183,9 +184,98 @@ def test_a_batch_is_held_in_few_bytes_a_row() -> None:
         "rank": pl.UInt8,
         "ts": pl.UInt16,
         "metric": pl.UInt8,
-        "value": pl.Float64,
+        "value": pl.Int32,
     }
     assert cols.frame()["ts"].to_list() == [s.ts for s in rows]
+    assert cols.frame()["value"].to_list() == [s.value for s in rows]
+
+
+def _bits(values: list[float]) -> list[int]:
+    import struct
+
+    return [struct.unpack("<q", struct.pack("<d", v))[0] for v in values]
+
+
+def _held(values: list[float], **kw: Any) -> SampleColumns:
+    cols = SampleColumns()
+    rows = [Sample("m", v, i + 1, None, None, None, None) for i, v in enumerate(values)]
+    cols.add_batch("c", "a.log", _batch(rows), **kw)
+    return cols
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(-(10**12), 10**12), st.integers(0, 12)), min_size=1, max_size=50
+    ),
+    st.sampled_from([None, -0.0, float("nan"), float("inf"), 0.1 + 0.2, 3e9, 1e-300]),
+)
+@example(printed=[(3, 1), (7, 1)], odd=None)  # 0.3: polars' 3 / 10 is 0.30000000000000004
+def test_values_are_held_as_scaled_integers_and_read_back_bit_for_bit(
+    printed: list[tuple[int, int]], odd: float | None
+) -> None:
+    """Printed decimals (any digits, any decimals) are held as 32-bit integers where they
+    fit, and read back as the very doubles (the bits, a negative zero's sign too); values
+    that are no short decimal keep the part's values doubles."""
+    values = [float(f"{m}e-{k}") for m, k in printed]
+    if odd is not None:
+        values.insert(len(values) // 2, odd)
+    cols = _held(values)
+    (part,) = cols._parts
+    scaled = "value" in cols._words[0]
+    assert part["value"].dtype == (pl.Int32 if scaled else pl.Float64)
+    fits = all(
+        abs(round(v * 10**k)) < 2**31 and float(f"{round(v * 10**k)}e-{k}") == v
+        for v in values
+        for k in [max(k for _, k in printed)]
+        if v == v and abs(v) != float("inf")
+    )
+    if odd is None and max(k for _, k in printed) <= 9 and fits:
+        assert scaled
+    if odd is not None and (odd != odd or odd in (float("inf"), 3e9, 1e-300, 0.1 + 0.2)):
+        assert not scaled
+    if odd is not None and odd == 0 and str(odd) == "-0.0":
+        assert not scaled  # 0 / 10**k is +0.0
+    got = cols.frame()["value"].to_list()
+    assert _bits(got) == _bits(values)
+    (drained,) = list(cols.drain())
+    read = drained.frame["value"]
+    if "value" in drained.words:
+        read = model.unscaled(read, drained.words["value"])
+    assert _bits(read.to_list()) == _bits(values)
+
+
+def test_scaled_parts_of_other_scales_are_joined_to_the_same_values(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Parts of one source are joined: values of another scale (or none) read back the
+    same after the join, in the frame, the drain and a Parquet file."""
+    monkeypatch.setattr(model, "_JOIN_ROWS", 1 << 30)
+    cols = SampleColumns()
+    chunks = [
+        [1.5, 2.25, 3.0],  # two decimals
+        [7.0, 8.0],  # none
+        [0.123, 4.5],  # three
+        [2.0**31 + 0.5, 1.0],  # too big: doubles
+        [float(2**20), 3.75],
+    ]
+    every = [v for chunk in chunks for v in chunk]
+    line = 0
+    for chunk in chunks:
+        rows = []
+        for v in chunk:
+            line += 1
+            rows.append(Sample("m", v, line, None, None, None, None))
+        cols.add_batch("c", "a.log", _batch(rows))
+    assert _bits(cols.frame()["value"].to_list()) == _bits(every)
+    assert len(cols._parts) < len(chunks)  # joined where the layouts agree
+    cols.write_parquet(tmp_path / "s.parquet")
+    assert _bits(pl.read_parquet(tmp_path / "s.parquet")["value"].to_list()) == _bits(every)
+    read: list[float] = []
+    for d in cols.drain():
+        col = d.frame["value"]
+        read += (model.unscaled(col, d.words["value"]) if "value" in d.words else col).to_list()
+    assert _bits(read) == _bits(every)
 
 
 def test_extend_appends_packed_and_held_rows(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -488,7 +488,7 @@ def _cell(points: Sequence[group.Point], alpha: float, session: Session) -> _Cel
         names.append(lv.name)
         out.append(st)
         if st.outliers:  # the launch's positions made the config's, in one gather
-            flagged.extend(lv.positions[list(st.outliers)].tolist())
+            flagged.extend(lv.at(st.outliers))
     outliers = tuple(sorted(flagged))
     return _Cell(
         s,
@@ -666,7 +666,7 @@ class _Levels:
         step = self.steps[key[1]]
         clean = []
         for lv in group.by_launch(points, self.session.launches, self.session.series_sources):
-            rest = lv.values[keep[lv.positions]]
+            rest = lv.values[lv.taken(keep)]
             if len(rest) and bool(np.isfinite(rest).any()):
                 clean.append(stats.floored(stats.launch_stat(rest, lv.series), step))
         samples = np.asarray(column, dtype=np.float64)[keep]

@@ -1028,8 +1028,21 @@ class LaunchValues(NamedTuple):
 
     name: str
     values: npt.NDArray[np.float64]
-    positions: npt.NDArray[np.int64]  # in the config's point list
+    # in the config's point list: a `range` where they are a run of it (no 8 bytes a value)
+    positions: npt.NDArray[np.int64] | range
     series: bool  # a server's interval series (autocorrelated), else repeated client runs
+
+    def at(self, places: Sequence[int]) -> list[int]:
+        """The positions in the config's point list of the launch's values at `places`."""
+        if isinstance(self.positions, range):
+            return [self.positions[i] for i in places]
+        return self.positions[list(places)].tolist()  # type: ignore[no-any-return]
+
+    def taken(self, mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.bool_]:
+        """A mask over the config's point list, read at the launch's positions."""
+        if isinstance(self.positions, range):
+            return mask[self.positions.start : self.positions.stop]
+        return mask[self.positions]
 
 
 def by_launch(
@@ -1079,7 +1092,7 @@ def by_launch(
             series_of[i] = series_of.get(i, True) and is_series
     if len(launch_ids) == 1:  # one launch (most configs): no sort, no copy
         (name,) = launch_ids
-        return [LaunchValues(name, values, np.arange(n, dtype=np.int64), series_of[0])]
+        return [LaunchValues(name, values, range(n), series_of[0])]
     order = np.argsort(code, kind="stable")
     sorted_codes = code[order]
     cuts = np.flatnonzero(np.diff(sorted_codes)) + 1
@@ -1128,7 +1141,7 @@ def _launch_slices(
     cuts = [0, *found.tolist(), n]
     series = src in series_sources
     return [
-        LaunchValues(name, points._values[a:b], np.arange(a, b, dtype=np.int64), series)
+        LaunchValues(name, points._values[a:b], range(a, b), series)
         for (_, name), a, b in zip(spans, cuts[:-1], cuts[1:], strict=True)
         if b > a
     ]

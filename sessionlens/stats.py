@@ -229,7 +229,9 @@ def _fsum_array(xs: npt.NDArray[np.float64]) -> float:
     return total
 
 
-def _split_sums(xs: npt.NDArray[np.float64]) -> list[float] | None:
+def _split_sums(
+    xs: npt.NDArray[np.float64], square_from: float | None = None
+) -> list[float] | None:
     """Floats whose exact sum is the exact sum of `xs` (finite, `n * max|x|` below
     `_XSUM_SAFE`); None when a block needs more than `_SPLIT_ROUNDS` rounds (then
     `_bucket_sum` sums them).
@@ -241,17 +243,24 @@ def _split_sums(xs: npt.NDArray[np.float64]) -> list[float] | None:
     r = x - q; every partial sum of the block's q's is then such a multiple of magnitude
     below sigma, so numpy's sum of them is exact in any order. The r's are split again
     until they are all 0: a round takes about 53 - b bits of the values' spread. Among
-    subnormals (sigma one too) every sum is exact: the rule holds there as well."""
+    subnormals (sigma one too) every sum is exact: the rule holds there as well.
+
+    With `square_from`, the values split are each x's `(x - square_from) ** 2`, made a
+    block at a time (as `_squares` makes them), not as an array as long as `xs`."""
     import numpy as np
 
     n = len(xs)
     size = min(n, _XSUM_BLOCK)
     high, rest = np.empty(size), np.empty(size)
+    squares = np.empty(size) if square_from is not None else None
     parts: list[float] = []
     for at in range(0, n, _XSUM_BLOCK):
         cur = xs[at : at + _XSUM_BLOCK]
         m = len(cur)
         q, r = high[:m], rest[:m]
+        if squares is not None and square_from is not None:
+            cur = np.subtract(cur, square_from, out=squares[:m])
+            cur *= cur
         b = (m + 2).bit_length()
         top = float(np.maximum(cur.max(), -cur.min()))
         rounds = 0
@@ -315,6 +324,14 @@ def _var(xs: Values, mean: float) -> float:
     # Two-pass sum of squares with fsum: exact enough for millions of interval samples,
     # and far cheaper than statistics.variance's Fractions. `d * d`, not `d ** 2`: the
     # product is correctly rounded (C's pow is not always), and numpy computes the same.
+    if not isinstance(xs, Sequence) and len(xs) > _XSUM_BLOCK:
+        # a long array's squares a block at a time (no array of them as long as it), where
+        # no square nor sum can overflow: the same exact sum, the same rounding
+        far = max(abs(float(xs.max()) - mean), abs(float(xs.min()) - mean))
+        if far * far * len(xs) < _XSUM_SAFE:
+            parts = _split_sums(xs, square_from=mean)
+            if parts is not None:
+                return math.fsum(parts) / (len(xs) - 1)
     try:
         return _fsum(_squares(xs, mean, 1.0)) / (len(xs) - 1)
     except OverflowError:  # a sum of squares beyond float range: the variance may be inf
@@ -403,28 +420,33 @@ def _outliers_array(idx: npt.NDArray[np.int64], xs: npt.NDArray[np.float64]) -> 
         return Outliers((), None, None)
     med = _median_array(xs)
     with np.errstate(over="ignore", invalid="ignore"):  # inf and nan as the list path's
-        mad = _median_array(np.abs(xs - med))
+        mad = _median_array(np.abs(xs - med), own=True)  # its own array: no copy
         if mad == 0:
             return Outliers((), med, mad)
         hit = np.abs(_MZ_FACTOR * (xs - med) / mad) > _MZ_THRESHOLD
     return Outliers(tuple(idx[hit].tolist()), med, mad)
 
 
-def _median_array(xs: npt.NDArray[np.float64]) -> float:
+def _median_array(xs: npt.NDArray[np.float64], own: bool = False) -> float:
     """The median as `_median` computes it: the middle order statistics are exact (a
     partition, not a sort), and their mean is taken the same way.
 
     The partition is always asked for two places, even for an odd count: numpy's partition
     at one place takes another algorithm, which crawls on values that are mostly one
     number (a 1 GB log's `#queue-req`, 97 % zeros: 610 ms for 3.75 million values against
-    10 ms at two places; benchmarks/RESULTS.md)."""
+    10 ms at two places; benchmarks/RESULTS.md). An array the caller `own`s is
+    partitioned in place (its order is lost), no copy made."""
     import numpy as np
 
     n = len(xs)
     mid = n // 2
     if n == 1:
         return float(xs[0])
-    part = np.partition(xs, [mid - 1, mid])
+    if own:
+        xs.partition([mid - 1, mid])
+        part = xs
+    else:
+        part = np.partition(xs, [mid - 1, mid])
     if n % 2:
         return float(part[mid])
     return _midpoint(float(part[mid - 1]), float(part[mid]))
@@ -1087,7 +1109,9 @@ def outlier_indices(values: Values) -> tuple[int, ...]:
         # the same order: `_MZ_FACTOR * dev / mad`, products commute exactly)
         dev = xs - med
         np.abs(dev, out=dev)
-        mad = _median_array(dev)
+        mad = _median_array(dev, own=True)  # no copy: the deviations are made again
+        np.subtract(xs, med, out=dev)
+        np.abs(dev, out=dev)
         if mad > 0:
             dev *= _MZ_FACTOR
             dev /= mad

@@ -515,6 +515,46 @@ def test_exact_sum_by_property(seed: int, monkeypatch: pytest.MonkeyPatch) -> No
         assert stats._split_sums(x) is None
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_variance_of_a_long_array_squares_a_block_at_a_time_as_before(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A long array's squares are summed a block at a time: the variance is bit for bit
+    the sum of the whole array of squares, also where values are near the float limit or
+    spread too far for the split (both then take the whole array)."""
+    rng = np.random.default_rng(seed)
+    monkeypatch.setattr(stats, "_XSUM_BLOCK", int(rng.choice([7, 100, 1000])))
+    n = int(rng.integers(1001, 20_000))
+    kind = seed % 4
+    if kind == 0:
+        x = np.round(rng.normal(1000, 200, n), 2)  # printed values
+    elif kind == 1:
+        x = rng.integers(0, 5, n).astype(np.float64)  # mostly equal
+    elif kind == 2:
+        x = rng.normal(size=n) * 1e153  # squares near the limit: the whole array's way
+    else:
+        x = rng.normal(size=n) * 10.0 ** rng.integers(-150, 150, n)  # too wide to split
+    mean = stats.fmean(x)
+    try:
+        want = stats._fsum(stats._squares(x, mean, 1.0)) / (n - 1)
+    except OverflowError:
+        want = stats._fsum(stats._squares(x, mean, stats._DOWN_HALF)) / (n - 1) / stats._DOWN
+    got = stats._var(x, mean)
+    assert got == want or (math.isnan(got) and math.isnan(want))
+    assert got == stats._var(x.tolist(), mean) or math.isinf(got)
+
+
+def test_median_of_an_array_it_owns_is_partitioned_in_place() -> None:
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 3, 10, 1001):
+        x = rng.integers(0, 4, n).astype(np.float64)
+        want = stats._median_array(x)
+        before = x.copy()
+        assert np.array_equal(x, before)  # not owned: left as it was
+        mine = x.copy()
+        assert stats._median_array(mine, own=True) == want == stats._median(x.tolist())
+
+
 def test_exact_sum_leaves_what_fsum_could_overflow_on_to_fsum() -> None:
     x = np.array([1e308, 1e308, -1e308])  # fsum's partials overflow: it raises, so do we
     with pytest.raises(OverflowError):

@@ -761,8 +761,10 @@ def _dp_groups(
     if m:
         big_t = int(ts.max()) + 1
         if (int(src.max()) + 1) * big_t < 1 << 62:  # a (source, timestamp) as one number
-            cell = src.astype(np.int64) * big_t + ts
-            found = rank_groups(cell, rank.astype(np.int64))
+            cell = src.astype(np.int64)  # in place: one array as long as the rows at a time
+            cell *= big_t
+            cell += ts
+            found = rank_groups(cell, rank)
     if found is None:  # codes too big for one number a row
         found = _lexsorted_groups(rows, src, ts, rank)
     o, first = found
@@ -831,20 +833,36 @@ def rank_groups(
         return None
 
     def runs(key: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+        """The key's stable order, and where a new value starts in it (the key is used
+        up: sorted in place, no copy of it made)."""
         o = np.argsort(key, kind="stable")
-        new = np.ones(len(o), np.bool_)
-        sk = key[o]
-        new[1:] = sk[1:] != sk[:-1]
+        np.take(key, o, out=key)
+        new = np.empty(len(o), np.bool_)
+        new[:1] = True
+        np.not_equal(key[1:], key[:-1], out=new[1:])
         return o, new
 
-    o, new = runs(cell * big_r + rank)
-    at = np.flatnonzero(new)
-    k = np.empty(len(o), np.int64)
-    k[o] = np.arange(len(o)) - at[np.cumsum(new) - 1]
-    top = int(k.max())
+    # (temporaries made in place: a few arrays as long as the rows, not a dozen)
+    key = cell * big_r
+    key += rank
+    o, new = runs(key)
+    del key
+    # k: each row's place among its (cell, rank)'s rows
+    k = np.cumsum(new, dtype=np.int64)
+    k -= 1
+    np.take(np.flatnonzero(new), k, out=k)
+    np.subtract(np.arange(len(o)), k, out=k)
+    place = np.empty(len(o), np.int64)
+    place[o] = k
+    del o, new, k
+    top = int(place.max())
     if top and big_c * (top + 1) >= 1 << 62:
         return None
-    o, new = runs(cell * (top + 1) + k if top else cell)
+    if top:
+        place += cell * (top + 1)
+    else:
+        place[:] = cell
+    o, new = runs(place)
     return o, np.flatnonzero(new)
 
 

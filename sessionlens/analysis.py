@@ -481,7 +481,9 @@ def _cell(points: Sequence[group.Point], alpha: float, session: Session) -> _Cel
     names: list[str] = []
     out: list[stats.LaunchStat] = []
     flagged: list[int] = []
-    for lv in group.by_launch(points, session.launches, session.series_sources):
+    np = _np()
+    own = column if isinstance(column, np.ndarray) else None
+    for lv in group.by_launch(points, session.launches, session.series_sources, own):
         if not bool(_np().isfinite(lv.values).any()):
             continue
         st = stats.launch_stat(lv.values, lv.series)
@@ -665,7 +667,10 @@ class _Levels:
         keep[list(cell.outliers)] = False
         step = self.steps[key[1]]
         clean = []
-        for lv in group.by_launch(points, self.session.launches, self.session.series_sources):
+        every = column if isinstance(column, np.ndarray) else None
+        for lv in group.by_launch(
+            points, self.session.launches, self.session.series_sources, every
+        ):
             rest = lv.values[lv.taken(keep)]
             if len(rest) and bool(np.isfinite(rest).any()):
                 clean.append(stats.floored(stats.launch_stat(rest, lv.series), step))

@@ -184,20 +184,26 @@ class PointList(Sequence[Point]):
     A day-long server log gives millions of values: as `Point` objects they would take
     ~100 bytes each, as columns they take ~20. `Point`s are made on demand; `values`,
     `sources` and `lines` give whole columns at once.
+
+    With a `scale` k, `values` are 32-bit integers m, each value m / 10**k bit for bit (as
+    the sample table holds them, `model.unscaled`): half the bytes while every key's values
+    are held, the doubles made (numpy divides, correctly rounded) when a key is read.
     """
 
-    __slots__ = ("_blocks", "_lines", "_names", "_runs", "_sources", "_values")
+    __slots__ = ("_blocks", "_lines", "_names", "_runs", "_scale", "_sources", "_store")
 
     def __init__(
         self,
-        values: npt.NDArray[np.float64],
+        values: npt.NDArray[np.float64] | npt.NDArray[np.int32],
         sources: npt.NDArray[np.integer[Any]],
         names: list[str],
         lines: npt.NDArray[np.integer[Any]],
         runs: Ints | None,
         blocks: Ints | None,
+        scale: int | None = None,
     ) -> None:
-        self._values = values
+        self._store = values
+        self._scale = scale
         self._sources = sources  # index into names
         self._names = names
         self._lines = lines
@@ -212,8 +218,15 @@ class PointList(Sequence[Point]):
         none = np.zeros(0, np.int64)
         return cls(np.zeros(0, np.float64), none, [], none, None, None)
 
+    @property
+    def _values(self) -> npt.NDArray[np.float64]:
+        """Every value, as doubles (made from the scaled integers, where held so)."""
+        if self._scale is None:
+            return self._store  # type: ignore[return-value]
+        return self._store / 10.0**self._scale
+
     def __len__(self) -> int:
-        return len(self._values)
+        return len(self._store)
 
     @overload
     def __getitem__(self, i: int) -> Point: ...
@@ -224,15 +237,17 @@ class PointList(Sequence[Point]):
     def __getitem__(self, i: int | slice) -> Point | PointList:
         if isinstance(i, slice):
             return PointList(
-                self._values[i],
+                self._store[i],
                 self._sources[i],
                 self._names,
                 self._lines[i],
                 None if self._runs is None else self._runs[i],
                 None if self._blocks is None else self._blocks[i],
+                self._scale,
             )
+        held = self._store[i]
         return Point(
-            float(self._values[i]),
+            float(held) if self._scale is None else int(held) / 10.0**self._scale,
             self._names[int(self._sources[i])],
             int(self._lines[i]),
             None if self._runs is None else self._runs[i],
@@ -242,17 +257,18 @@ class PointList(Sequence[Point]):
     def take(self, positions: npt.NDArray[np.int64]) -> PointList:
         """The points at these positions, in that order."""
         return PointList(
-            self._values[positions],
+            self._store[positions],
             self._sources[positions],
             self._names,
             self._lines[positions],
             None if self._runs is None else self._runs.take(positions),
             None if self._blocks is None else self._blocks.take(positions),
+            self._scale,
         )
 
     def __iter__(self) -> Iterator[Point]:
         names = self._names
-        n = len(self._values)
+        n = len(self._store)
         runs = self._runs.tolist() if self._runs is not None else [None] * n
         blocks = self._blocks.tolist() if self._blocks is not None else [None] * n
         sources = [names[c] for c in self._sources.tolist()]
@@ -438,14 +454,25 @@ def _key_points(
     key: tuple[str, str],
     combine: bool,
     cache: _GroupCache | None = None,
+    scales: list[int | None] | None = None,
 ) -> PointList:
     """One key's values from its rows in parts (in order; the columns of `_POINT`, and with
     `combine` also `ts` and `rank`), DP groups combined when asked. With `combine` the
     list is emptied once its parts are joined: the caller's parts are not held beside
-    the joined rows while the groups are formed."""
+    the joined rows while the groups are formed. `scales`: each part's values are scaled
+    integers of that scale (`model.unscaled`), or doubles (None)."""
     import polars as pl
 
+    if scales is None:
+        scales = [None] * len(parts)
     if combine:
+        from .model import unscaled
+
+        parts[:] = [
+            p if k is None else p.with_columns(unscaled(p["value"], _scale_series(k)))
+            for p, k in zip(parts, scales, strict=True)
+        ]
+        scales = [None]
         config, metric = key
         frame = pl.concat([p for p in parts if p.height] or parts[:1], how="vertical_relaxed")
         parts.clear()
@@ -462,10 +489,22 @@ def _key_points(
         del frame
         parts = [got_key]
     gathered = _Gathered()  # part by part: the key's rows are not copied into one frame
-    for part in parts:
+    for part, scale in zip(parts, scales, strict=True):
         if part.height:
-            gathered.add(part)
+            gathered.add(part, scale)
     return gathered.points()
+
+
+def _scale_of(words: dict[str, pl.Series]) -> int | None:
+    """The scale of a drained part's values (`model.unscaled`), None when they are doubles."""
+    scale = words.get("value")
+    return None if scale is None else int(scale[0])
+
+
+def _scale_series(k: int) -> pl.Series:
+    import polars as pl
+
+    return pl.Series("value", [k], pl.Int8)
 
 
 def _drained(columns: SampleColumns, combine: bool) -> dict[tuple[str, str], PointList]:
@@ -496,8 +535,11 @@ def _drained(columns: SampleColumns, combine: bool) -> dict[tuple[str, str], Poi
     out: dict[tuple[str, str], PointList] = {}
     cache = _GroupCache()
     for key in list(held):
-        parts = [_widened(p, words[p.part], ids) for p in held.pop(key)]
-        out[key] = _key_points(parts, key, combine, cache)
+        pieces = held.pop(key)
+        parts = [_widened(p, words[p.part], ids) for p in pieces]
+        scales = [_scale_of(words[p.part]) for p in pieces]
+        del pieces
+        out[key] = _key_points(parts, key, combine, cache, scales)
     return out
 
 
@@ -551,11 +593,8 @@ def _widened(held: _Held, words: dict[str, pl.Series], ids: _Ids | None) -> pl.D
             col = rows[name]
             if name in mine:  # a null code stays null
                 col = mine[name].gather(col)
-            elif name == "value":  # held as scaled integers, or doubles
-                if name in words:
-                    from .model import unscaled
-
-                    col = unscaled(col, words[name])
+            elif name == "value":  # as held: scaled integers (`_scale_of`), or doubles
+                pass
             elif name in words:
                 col = words[name].cast(pl.Categorical).gather(col)
         elif name in ("run", "block"):  # a null repeated (`pl.repeat` runs a query: 30x)
@@ -593,7 +632,8 @@ class _Gathered:
     """One (config, metric)'s values from part after part, as numpy columns."""
 
     def __init__(self) -> None:
-        self.values: list[npt.NDArray[np.float64]] = []
+        self.values: list[npt.NDArray[np.float64] | npt.NDArray[np.int32]] = []
+        self.scales: list[int | None] = []  # per part: its values' scale (None: doubles)
         self.lines: list[npt.NDArray[np.int64]] = []
         # per part: its rows' source numbers, or one number where every row has it
         self.sources: list[npt.NDArray[np.int32] | int] = []
@@ -605,7 +645,7 @@ class _Gathered:
         self.any_run = self.any_block = False
         self.n = 0
 
-    def add(self, part: pl.DataFrame) -> None:
+    def add(self, part: pl.DataFrame, scale: int | None = None) -> None:
         import numpy as np
         import polars as pl
 
@@ -627,7 +667,11 @@ class _Gathered:
             codes = src.to_physical().to_numpy()
             order = np.argsort(phys)
             self.sources.append(mine[order][np.searchsorted(phys[order], codes)])
-        self.values.append(part["value"].to_numpy().astype(np.float64, copy=False))
+        if scale is None:
+            self.values.append(part["value"].to_numpy().astype(np.float64, copy=False))
+        else:  # scaled integers, as the table held them
+            self.values.append(part["value"].to_numpy().astype(np.int32, copy=False))
+        self.scales.append(scale)
         self.lines.append(part["line"].to_numpy().astype(np.int64, copy=False))
         for attr, flag, col in (("runs", "any_run", "run"), ("blocks", "any_block", "block")):
             column = part[col]
@@ -669,13 +713,26 @@ class _Gathered:
         lines = joined(self.lines)
         if len(lines) and lines.min() >= 0 and lines.max() < 1 << 32:
             lines = lines.astype(np.uint32)  # held in half the bytes (they stay ints)
+        scales = set(self.scales)
+        if len(scales) == 1:  # every part's values of one scale (or all doubles)
+            (scale,) = scales
+            values = joined(self.values)
+        else:  # made doubles (numpy divides: correctly rounded)
+            scale = None
+            values = joined(
+                [
+                    v if k is None else v / 10.0**k
+                    for v, k in zip(self.values, self.scales, strict=True)
+                ]
+            )
         return PointList(
-            joined(self.values),
+            values,
             sources(),
             self.names,
             lines,
             ints(self.runs) if self.any_run else None,
             ints(self.blocks) if self.any_block else None,
+            scale,
         )
 
 
@@ -1067,17 +1124,19 @@ def by_launch(
     points: Sequence[Point],
     launches: Mapping[str, Sequence[tuple[int, str]]],
     series_sources: Collection[str],
+    column: npt.NDArray[np.float64] | None = None,
 ) -> list[LaunchValues]:
     """A config's values split by launch (DESIGN §5): the unit of replication is decided
     here, once; everything above receives values already shaped by launch. Launches come in
-    the order of their first value; a source without launches is a launch of its own."""
+    the order of their first value; a source without launches is a launch of its own.
+    `column`: the points' values as `column_of` gave them (not made again)."""
     import numpy as np
 
     if isinstance(points, PointList):
-        contiguous = _launch_slices(points, launches, series_sources)
+        values = points._values if column is None else column
+        contiguous = _launch_slices(points, values, launches, series_sources)
         if contiguous is not None:
             return contiguous
-        values = points._values
         codes_src = np.asarray(points._sources)
         names = points._names
         lines = np.asarray(points._lines, dtype=np.int64)
@@ -1126,6 +1185,7 @@ def by_launch(
 
 def _launch_slices(
     points: PointList,
+    values: npt.NDArray[np.float64],
     launches: Mapping[str, Sequence[tuple[int, str]]],
     series_sources: Collection[str],
 ) -> list[LaunchValues] | None:
@@ -1159,7 +1219,7 @@ def _launch_slices(
     cuts = [0, *found.tolist(), n]
     series = src in series_sources
     return [
-        LaunchValues(name, points._values[a:b], range(a, b), series)
+        LaunchValues(name, values[a:b], range(a, b), series)
         for (_, name), a, b in zip(spans, cuts[:-1], cuts[1:], strict=True)
         if b > a
     ]

@@ -192,6 +192,79 @@ def test_a_drained_table_gives_the_values_read_at_once(
     _drained_alike(session, at_once)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_a_drained_table_of_printed_values_gives_the_values_read_at_once(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Printed values (held as scaled integers, each part of its own scale or as doubles)
+    drained and read key by key are the values read at once, bit for bit, with and
+    without DP groups; a key's points hold them scaled where every part shares a scale."""
+    rng = random.Random(100 + seed)
+    monkeypatch.setattr(model, "_JOIN_ROWS", rng.choice([50, 1000, 1 << 18]))
+    cols = SampleColumns()
+    for config, source, ranks in (
+        ("c1", "a.log", ["DP0 TP0", "DP1 TP1"]),
+        ("c2", "c.log", [None]),
+    ):
+        rows = _log(rng, list(ranks), 150)
+        at = 0
+        while at < len(rows):  # chunks of their own scale: 0 to 4 decimals, or doubles
+            end = min(len(rows), at + rng.randrange(20, 200))
+            k = rng.choice([0, 1, 2, 3, 4, None])
+            chunk = [
+                Sample(
+                    s.metric,
+                    rng.random() if k is None else round(rng.uniform(0, 3000), k),
+                    s.line,
+                    s.block,
+                    s.run,
+                    s.rank,
+                    s.ts,
+                )
+                for s in rows[at:end]
+            ]
+            cols.add_batch(config, source, _batch(chunk))
+            at = end
+    session: Any = _Session(cols)
+    at_once = group.values_by_config(session)
+    monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+    drained = group.values_by_config(session, consume=True)
+    assert list(drained) == list(at_once)
+    for key, pts in at_once.items():
+        got = drained[key]
+        assert [(p.value, p.source, p.line, p.run, p.block) for p in got] == [
+            (p.value, p.source, p.line, p.run, p.block) for p in pts
+        ], key
+        assert got._values.tobytes() == pts._values.tobytes(), key  # bit for bit
+
+    # one source without ranks, every chunk of two decimals: its keys' points stay scaled
+    one = SampleColumns()
+    rows = _log(rng, [None], 300)
+    for at in range(0, len(rows), 97):
+        one.add_batch(
+            "c",
+            "a.log",
+            _batch(
+                [
+                    Sample(
+                        s.metric, round(rng.uniform(0, 3000), 2), s.line, s.block, None, None, None
+                    )
+                    for s in rows[at : at + 97]
+                ]
+            ),
+        )
+    session = _Session(one)
+    monkeypatch.setattr(group, "HOLD_ALL_ROWS", 1 << 30)
+    at_once = group.values_by_config(session)
+    monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+    drained = group.values_by_config(session, consume=True)
+    assert all(pts._scale == 2 for pts in drained.values())
+    for key, pts in at_once.items():
+        assert drained[key]._values.tobytes() == pts._values.tobytes(), key
+        assert [p.value for p in drained[key]] == [p.value for p in pts]
+        assert drained[key][3].value == pts[3].value
+
+
 def test_a_drained_session_analyses_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     """The example session, analysed with its table drained and read key by key: the same
     JSON report, and the session's samples are gone afterwards."""

@@ -937,7 +937,16 @@ def kahan_sums(
 
     total = np.zeros(len(first), np.float64)
     comp = np.zeros(len(first), np.float64)
+    every = int(size.min()) if len(size) else 0  # places every group has: no subset taken
     for j in range(int(size.max()) if len(size) else 0):
+        if j < every:  # the same operations on every group, in place
+            y = value[members[first + j]]
+            y -= comp
+            t = total + y
+            np.subtract(t, total, out=comp)
+            comp -= y
+            total = t
+            continue
         at = np.flatnonzero(size > j)
         y = value[members[first[at] + j]] - comp[at]
         t = total[at] + y
@@ -960,7 +969,9 @@ def _combine_key(
     import polars as pl
 
     value = frame["value"].to_numpy()
-    if not bool(np.isfinite(value).all()) or (len(value) and float(np.abs(value).max()) > 1e300):
+    if not bool(np.isfinite(value).all()):
+        return None
+    if len(value) and float(max(value.max(), -value.min())) > 1e300:  # no array of |value|
         return None
     keyed = (frame["ts"].is_not_null() & frame["rank"].is_not_null()).to_numpy()
     if not keyed.any():

@@ -222,3 +222,40 @@ def test_dp_groups_by_one_number_a_row_are_those_of_two_lexsorts(seed: int) -> N
     assert got.first.tolist() == first.tolist()
     assert got.size.tolist() == np.diff(np.append(first, m)).tolist()
     assert got.plain.tolist() == np.flatnonzero(~keyed).tolist()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_kahan_sums_are_kahans_rule_in_order(seed: int) -> None:
+    """Each group's Kahan sum, in its members' order, from 0.0: bit for bit a plain loop's,
+    on groups all of one size (summed in place) and of several sizes, negative zeros too."""
+    import random
+    import struct
+
+    import numpy as np
+
+    from sessionlens.group import kahan_sums
+
+    rng = random.Random(seed)
+    n_groups = rng.randint(1, 60)
+    sizes = [rng.choice([2, 2, 2]) if seed % 2 else rng.randint(1, 5) for _ in range(n_groups)]
+    values = [
+        rng.choice([rng.uniform(-1e3, 1e3), 1e16, -1e16, 0.1, -0.0, 3.0]) for _ in range(sum(sizes))
+    ]
+    members = np.array(rng.sample(range(len(values)), len(values)), np.int64)
+    first = np.cumsum([0, *sizes[:-1]]).astype(np.int64)
+    size = np.array(sizes, np.int64)
+    got = kahan_sums(np.array(values), members, first, size)
+    want = []
+    for g in range(n_groups):
+        total = comp = 0.0
+        for j in range(sizes[g]):
+            y = values[members[first[g] + j]] - comp
+            t = total + y
+            comp = (t - total) - y
+            total = t
+        want.append(total)
+
+    def bits(xs: list[float]) -> list[bytes]:
+        return [struct.pack("<d", x) for x in xs]
+
+    assert bits(got.tolist()) == bits(want)

@@ -1464,8 +1464,9 @@ def _estimate_cycle(
     ok = np.ones(len(key), np.bool_)
     paired = []
     for o_key, o_line, o_vals in others:
-        order = np.lexsort((o_vals, o_key))  # by (source, line), then value: the last wins
-        o_key, o_line, o_vals = o_key[order], o_line[order], o_vals[order]
+        if not bool((o_key[1:] > o_key[:-1]).all()):  # (in order without ties: as they are)
+            order = np.lexsort((o_vals, o_key))  # by (source, line), then value: the last wins
+            o_key, o_line, o_vals = o_key[order], o_line[order], o_vals[order]
         at = np.searchsorted(o_key, key, side="right") - 1
         seen = at >= 0
         at = np.maximum(at, 0)

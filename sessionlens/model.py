@@ -890,7 +890,7 @@ def unscaled(held: pl.Series, scale: pl.Series) -> pl.Series:
     """Values held as scaled integers (`_held_values`) as the doubles they stand for, each
     divided by 10**k, correctly rounded: by a column of 10**k (polars' division by one
     number multiplies by its inverse, which is not correctly rounded: 3 / 10 would be
-    0.30000000000000004). In polars' memory, where the table's freed parts were."""
+    0.30000000000000004)."""
     import polars as pl
 
     by = pl.Series([10.0 ** int(scale[0])], dtype=pl.Float64).new_from_index(0, len(held))

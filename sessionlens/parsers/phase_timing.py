@@ -578,7 +578,7 @@ def _by_layout(
         expr = read(layouts[li])
         if expr is not None:
             exprs.setdefault(str(expr), (expr, []))[1].append(li)
-    out = pl.repeat(None, text.len(), dtype=pl.Categorical, eager=True)
+    out = pl.Series("literal", [None], pl.Categorical).new_from_index(0, text.len())
     for expr, lis in exprs.values():
         mask = np.zeros(len(layouts), np.bool_)
         mask[lis] = True

@@ -790,7 +790,8 @@ class ChunkRun:
                 if o.pct:
                     vals[:, j] = np.rint(vals[:, j] * 10.0**o.dec) / 10.0 ** (o.dec + 2)
             codes = np.array([metrics.setdefault(o.metric, len(metrics)) for o in lay.outputs])
-            none = pl.repeat(None, len(sel), dtype=pl.String, eager=True)
+            # (a null repeated: no values gathered, no query run)
+            none = pl.Series("literal", [None], pl.String).new_from_index(0, len(sel))
             parts.append(
                 (
                     rows[sel],
@@ -834,13 +835,14 @@ class ChunkRun:
             owner[pos] = np.repeat(np.arange(at, at + n), k)
             at += n
         cat = pl.Categorical
+        null = pl.Series([None], dtype=pl.Int64)
         rank = pl.concat([p[4] for p in parts]).cast(cat).gather(owner)
         ts = pl.concat([p[5] for p in parts]).cast(cat).gather(owner)
         frame = pl.DataFrame(
             {
                 "line": rows[owner] + self.first,
-                "block": pl.Series([None], dtype=pl.Int64).gather(np.zeros(total, np.int64)),
-                "run": pl.Series([None], dtype=pl.Int64).gather(np.zeros(total, np.int64)),
+                "block": null.new_from_index(0, total),
+                "run": null.new_from_index(0, total),
                 "rank": rank,
                 "ts": ts,
                 "metric": pl.Series(list(metrics), dtype=pl.String).cast(cat).gather(metric),

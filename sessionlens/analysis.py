@@ -481,9 +481,7 @@ def _cell(points: Sequence[group.Point], alpha: float, session: Session) -> _Cel
     names: list[str] = []
     out: list[stats.LaunchStat] = []
     flagged: list[int] = []
-    np = _np()
-    own = column if isinstance(column, np.ndarray) else None
-    for lv in group.by_launch(points, session.launches, session.series_sources, own):
+    for lv in group.by_launch(points, session.launches, session.series_sources, column):
         if not bool(_np().isfinite(lv.values).any()):
             continue
         st = stats.launch_stat(lv.values, lv.series)
@@ -667,9 +665,8 @@ class _Levels:
         keep[list(cell.outliers)] = False
         step = self.steps[key[1]]
         clean = []
-        every = column if isinstance(column, np.ndarray) else None
         for lv in group.by_launch(
-            points, self.session.launches, self.session.series_sources, every
+            points, self.session.launches, self.session.series_sources, column
         ):
             rest = lv.values[lv.taken(keep)]
             if len(rest) and bool(np.isfinite(rest).any()):

@@ -221,9 +221,8 @@ class PointList(Sequence[Point]):
     @property
     def _values(self) -> npt.NDArray[np.float64]:
         """Every value, as doubles (made from the scaled integers, where held so)."""
-        if self._scale is None:
-            return self._store  # type: ignore[return-value]
-        return self._store / 10.0**self._scale
+        values: npt.NDArray[np.float64] = _doubles(self._store, self._scale)
+        return values
 
     def __len__(self) -> int:
         return len(self._store)
@@ -247,7 +246,7 @@ class PointList(Sequence[Point]):
             )
         held = self._store[i]
         return Point(
-            float(held) if self._scale is None else int(held) / 10.0**self._scale,
+            float(_doubles(held, self._scale)),
             self._names[int(self._sources[i])],
             int(self._lines[i]),
             None if self._runs is None else self._runs[i],
@@ -469,7 +468,7 @@ def _key_points(
         from .model import unscaled
 
         parts[:] = [
-            p if k is None else p.with_columns(unscaled(p["value"], _scale_series(k)))
+            p if k is None else p.with_columns(unscaled(p["value"], k))
             for p, k in zip(parts, scales, strict=True)
         ]
         scales = [None]
@@ -495,16 +494,10 @@ def _key_points(
     return gathered.points()
 
 
-def _scale_of(words: dict[str, pl.Series]) -> int | None:
-    """The scale of a drained part's values (`model.unscaled`), None when they are doubles."""
-    scale = words.get("value")
-    return None if scale is None else int(scale[0])
-
-
-def _scale_series(k: int) -> pl.Series:
-    import polars as pl
-
-    return pl.Series("value", [k], pl.Int8)
+def _doubles(held: Any, scale: int | None) -> Any:
+    """Values as held (`PointList`) as doubles: scaled integers divided by 10**scale (numpy
+    divides, correctly rounded, as `model.unscaled` does), doubles as they are."""
+    return held if scale is None else held / 10.0**scale
 
 
 def _drained(columns: SampleColumns, combine: bool) -> dict[tuple[str, str], PointList]:
@@ -532,12 +525,14 @@ def _drained(columns: SampleColumns, combine: bool) -> dict[tuple[str, str], Poi
         words.append(coded)
         del part
     ids = _Ids(words, [h.rank for hs in held.values() for h in hs]) if combine else None
+    from .model import scale_of
+
     out: dict[tuple[str, str], PointList] = {}
     cache = _GroupCache()
     for key in list(held):
         pieces = held.pop(key)
         parts = [_widened(p, words[p.part], ids) for p in pieces]
-        scales = [_scale_of(words[p.part]) for p in pieces]
+        scales = [scale_of(words[p.part]) for p in pieces]
         del pieces
         out[key] = _key_points(parts, key, combine, cache, scales)
     return out
@@ -593,7 +588,7 @@ def _widened(held: _Held, words: dict[str, pl.Series], ids: _Ids | None) -> pl.D
             col = rows[name]
             if name in mine:  # a null code stays null
                 col = mine[name].gather(col)
-            elif name == "value":  # as held: scaled integers (`_scale_of`), or doubles
+            elif name == "value":  # as held: scaled integers (`model.scale_of`), or doubles
                 pass
             elif name in words:
                 col = words[name].cast(pl.Categorical).gather(col)
@@ -719,12 +714,7 @@ class _Gathered:
             values = joined(self.values)
         else:  # made doubles (numpy divides: correctly rounded)
             scale = None
-            values = joined(
-                [
-                    v if k is None else v / 10.0**k
-                    for v, k in zip(self.values, self.scales, strict=True)
-                ]
-            )
+            values = joined([_doubles(v, k) for v, k in zip(self.values, self.scales, strict=True)])
         return PointList(
             values,
             sources(),
@@ -1135,7 +1125,7 @@ def by_launch(
     points: Sequence[Point],
     launches: Mapping[str, Sequence[tuple[int, str]]],
     series_sources: Collection[str],
-    column: npt.NDArray[np.float64] | None = None,
+    column: stats.Values | None = None,
 ) -> list[LaunchValues]:
     """A config's values split by launch (DESIGN §5): the unit of replication is decided
     here, once; everything above receives values already shaped by launch. Launches come in
@@ -1144,7 +1134,8 @@ def by_launch(
     import numpy as np
 
     if isinstance(points, PointList):
-        values = points._values if column is None else column
+        # `column_of` gives a point list's values as an array (no copy made here)
+        values = points._values if column is None else np.asarray(column, dtype=np.float64)
         contiguous = _launch_slices(points, values, launches, series_sources)
         if contiguous is not None:
             return contiguous

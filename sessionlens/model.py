@@ -418,12 +418,13 @@ class SampleColumns:
         joined: dict[str, pl.Series] = {}
         for name in parts[0].columns:
             if name == "value" and name in words[0]:  # values as scaled integers
-                if len({int(w[name][0]) for w in words}) == 1:  # of one scale
+                scales = [int(w[name][0]) for w in words]  # every part's: one layout
+                if len(set(scales)) == 1:  # of one scale
                     cols.append(pl.concat([p[name] for p in parts], rechunk=True))
                     joined[name] = words[0][name]
                     continue
                 values = pl.concat(
-                    [unscaled(p[name], w[name]) for p, w in zip(parts, words, strict=True)]
+                    [unscaled(p[name], k) for p, k in zip(parts, scales, strict=True)]
                 )
                 cols.append(_held_values(values, joined))
             elif name in words[0]:
@@ -731,7 +732,7 @@ class Drained(NamedTuple):
     and rank all of them share where the part holds no such column (None: it holds it;
     `rank` is a 1-tuple of the shared rank), and the strings of each coded column of the
     frame, by code (`words[name][code]`). Where `words` has a `value`, the frame's values
-    are scaled integers: `unscaled(frame["value"], words["value"])` are the values."""
+    are scaled integers: `unscaled(frame["value"], scale_of(words))` are the values."""
 
     config: str | None
     source: str | None
@@ -821,7 +822,7 @@ def _decoded(name: str, words: pl.Series, kind: Any) -> pl.Expr:
     import polars as pl
 
     if name == "value":  # divided by a column: by a number, polars is not exact
-        scale = words
+        scale = int(words[0])
 
         def divided(held: pl.Series) -> pl.Series:
             return unscaled(held, scale)
@@ -848,52 +849,56 @@ def _held_values(values: pl.Series, words: dict[str, pl.Series]) -> pl.Series:
     log's values are held in half the bytes, and read back as the same doubles. Checked bit
     for bit on every value: a value not finite, a negative zero, or one of more digits (a
     sum the parser computed) keeps the part's values doubles."""
-    import numpy as np
     import polars as pl
 
     v = values.to_numpy()
     if len(v) == 0 or values.null_count():
         return values.alias("value")
-    guess = _scale_guess(v[:_HEAD])
+    # the least scale of the first values, then that and a few more decimals for them all
+    guess = next((k for k in range(_MAX_SCALE + 1) if _held_at(v[:_HEAD], k) is not None), None)
     if guess is None:
         return values.alias("value")
-    bits = v.view(np.int64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        for k in range(guess, min(guess + _MORE_DIGITS, _MAX_SCALE) + 1):
-            m = np.rint(v * 10.0**k)
-            if not np.abs(m).max() < 1 << 31:  # a value too big, or not finite (nan)
-                break
-            held = m.astype(np.int32)
-            if np.array_equal((held / 10.0**k).view(np.int64), bits):
-                words["value"] = pl.Series("value", [k], pl.Int8)
-                return pl.Series("value", held)
+    for k in range(guess, min(guess + _MORE_DIGITS, _MAX_SCALE) + 1):
+        held = _held_at(v, k)
+        if held is not None:
+            words["value"] = pl.Series("value", [k], pl.Int8)
+            return pl.Series("value", held)
     return values.alias("value")
 
 
 _MORE_DIGITS = 2  # decimals beyond the first values' that the rest may need
 
 
-def _scale_guess(head: npt.NDArray[np.float64]) -> int | None:
-    """The least scale at which the first values are held exactly (None: none is)."""
+def _held_at(v: npt.NDArray[np.float64], k: int) -> npt.NDArray[np.int32] | None:
+    """The values as 32-bit integers m with each value m / 10**k bit for bit, or None when
+    one is not (too big for 32 bits, not finite, a negative zero, more decimals)."""
     import numpy as np
 
-    bits = head.view(np.int64)
     with np.errstate(invalid="ignore", over="ignore"):
-        for k in range(_MAX_SCALE + 1):
-            m = np.rint(head * 10.0**k) + 0.0  # a negative zero made 0, as an integer is
-            if np.array_equal((m / 10.0**k).view(np.int64), bits):
-                return k
-    return None
+        m = np.rint(v * 10.0**k)
+        if not np.abs(m).max() < 1 << 31:  # a value too big, or not finite (nan)
+            return None
+    held = m.astype(np.int32)
+    if not np.array_equal((held / 10.0**k).view(np.int64), v.view(np.int64)):
+        return None
+    return held
 
 
-def unscaled(held: pl.Series, scale: pl.Series) -> pl.Series:
+def scale_of(words: dict[str, pl.Series]) -> int | None:
+    """The scale k of a part's values held as integers (`_held_values`: each value is
+    `unscaled(m, k)`), None when they are doubles."""
+    scale = words.get("value")
+    return None if scale is None else int(scale[0])
+
+
+def unscaled(held: pl.Series, k: int) -> pl.Series:
     """Values held as scaled integers (`_held_values`) as the doubles they stand for, each
     divided by 10**k, correctly rounded: by a column of 10**k (polars' division by one
     number multiplies by its inverse, which is not correctly rounded: 3 / 10 would be
     0.30000000000000004)."""
     import polars as pl
 
-    by = pl.Series([10.0 ** int(scale[0])], dtype=pl.Float64).new_from_index(0, len(held))
+    by = pl.Series([10.0**k], dtype=pl.Float64).new_from_index(0, len(held))
     return (held.cast(pl.Float64) / by).alias(held.name)
 
 

@@ -252,13 +252,13 @@ def _split_sums(
     n = len(xs)
     size = min(n, _XSUM_BLOCK)
     high, rest = np.empty(size), np.empty(size)
-    squares = np.empty(size) if square_from is not None else None
+    squares = np.empty(size if square_from is not None else 0)
     parts: list[float] = []
     for at in range(0, n, _XSUM_BLOCK):
         cur = xs[at : at + _XSUM_BLOCK]
         m = len(cur)
         q, r = high[:m], rest[:m]
-        if squares is not None and square_from is not None:
+        if square_from is not None:
             cur = np.subtract(cur, square_from, out=squares[:m])
             cur *= cur
         b = (m + 2).bit_length()

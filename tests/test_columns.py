@@ -241,7 +241,7 @@ def test_values_are_held_as_scaled_integers_and_read_back_bit_for_bit(
     (drained,) = list(cols.drain())
     read = drained.frame["value"]
     if "value" in drained.words:
-        read = model.unscaled(read, drained.words["value"])
+        read = model.unscaled(read, int(drained.words["value"][0]))
     assert _bits(read.to_list()) == _bits(values)
 
 
@@ -274,7 +274,8 @@ def test_scaled_parts_of_other_scales_are_joined_to_the_same_values(
     read: list[float] = []
     for d in cols.drain():
         col = d.frame["value"]
-        read += (model.unscaled(col, d.words["value"]) if "value" in d.words else col).to_list()
+        scale = model.scale_of(d.words)
+        read += (col if scale is None else model.unscaled(col, scale)).to_list()
     assert _bits(read) == _bits(every)
 
 

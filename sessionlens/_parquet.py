@@ -104,7 +104,15 @@ def _list_head(b: bytes, at: int) -> tuple[int, int, int]:
     at += 1
     if count == 15:
         count, at = _varint(b, at)
-    return count, kind, at
+    return _counted(b, at, count), kind, at
+
+
+def _counted(b: bytes, at: int, count: int) -> int:
+    """A list's or map's count, when its elements can fit in the bytes left: each takes
+    one byte at least (a count of 2**60 would otherwise be walked element by element)."""
+    if count > len(b) - at:
+        raise ValueError("a Parquet footer list longer than the footer")
+    return count
 
 
 def _skip(b: bytes, at: int, kind: int, depth: int) -> int:
@@ -129,6 +137,7 @@ def _skip(b: bytes, at: int, kind: int, depth: int) -> int:
         return at
     if kind == 11:  # map
         count, at = _varint(b, at)
+        count = _counted(b, at, count)
         if count:
             kv = b[at]
             at += 1

@@ -207,3 +207,19 @@ def test_a_footer_of_every_compact_type_is_read() -> None:
     assert b"ARROW:schema" not in out
     assert keep in out
     assert out.startswith(body[: body.index(b"\x09" + _uvarint(5 << 1))])  # the rest as it was
+
+
+def test_a_footer_list_longer_than_the_footer_is_a_value_error() -> None:
+    """A list of 2**60 bools (a byte each) in a footer of a few bytes: refused at once, not
+    walked element by element (hypothesis found such bytes hanging the reader)."""
+    from sessionlens._parquet import _uvarint
+
+    for kind in (1, 3, 12):  # bools, bytes, structs
+        footer = bytes([0x19, 0xF0 | kind]) + _uvarint(1 << 60) + b"\x00"
+        data = b"PAR1" + footer + struct.pack("<i", len(footer)) + b"PAR1"
+        with pytest.raises(ValueError, match="longer than the footer"):
+            _parquet.without_arrow_schema(data)
+    footer = bytes([0x1B]) + _uvarint(1 << 60) + b"\x11\x00"  # a map as long
+    data = b"PAR1" + footer + struct.pack("<i", len(footer)) + b"PAR1"
+    with pytest.raises(ValueError, match="longer than the footer"):
+        _parquet.without_arrow_schema(data)

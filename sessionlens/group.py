@@ -13,7 +13,7 @@ import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
-from . import _load, metrics, stats
+from . import _load, _memory, metrics, stats
 from ._codes import present_codes
 from ._settings import norm_value as _norm
 from ._settings import same_value
@@ -531,6 +531,12 @@ def _drained(columns: SampleColumns, combine: bool) -> dict[tuple[str, str], Poi
     cache = _GroupCache()
     for key in list(held):
         pieces = held.pop(key)
+        if ids is not None:
+            got = _combined_pieces(pieces, words, ids, key[1], cache)
+            _memory.trim()  # the key's working arrays, freed, not kept beside the next's
+            if got is not None:
+                out[key] = got
+                continue
         parts = [_widened(p, words[p.part], ids) for p in pieces]
         scales = [scale_of(words[p.part]) for p in pieces]
         del pieces
@@ -571,6 +577,116 @@ class _Ids:
                 self.by_part[i][name] = numbers[at : at + len(w)]
                 at += len(w)
             self.shared.update(zip(extra, numbers[at:].to_list(), strict=True))
+
+
+def _combined_pieces(
+    pieces: list[_Held],
+    words: list[dict[str, pl.Series]],
+    ids: _Ids,
+    metric: str,
+    cache: _GroupCache,
+) -> PointList | None:
+    """A drained key's values with its DP groups combined (`_combine_key`), read from its
+    pieces into numpy columns (no frame of the key's rows is made and joined: a DP key's
+    rows held about 60 bytes a row in polars' memory, which stayed resident after the key);
+    None where `_combine_key` would not combine them (the caller then goes the frames'
+    way, which combines them with polars). Bit for bit what `_key_points` gives."""
+    import numpy as np
+    import polars as pl
+
+    from .model import scale_of
+
+    total = sum(p.rows.height for p in pieces)
+    value = np.empty(total, np.float64)
+    line = np.empty(total, np.int64)
+    ts = np.zeros(total, np.uint32)
+    rank = np.zeros(total, np.uint32)
+    keyed = np.ones(total, np.bool_)
+    src = np.empty(total, np.int32)
+    names: dict[str, int] = {}
+    extra: dict[str, list[tuple[int, pl.Series]]] = {"run": [], "block": []}
+    at = 0
+    for p in pieces:
+        rows, n = p.rows, p.rows.height
+        here = slice(at, at + n)
+        if "ts" not in rows.columns or rows["value"].null_count():
+            return None
+        held = rows["value"].to_numpy()
+        scale = scale_of(words[p.part])
+        # numpy divides, correctly rounded, as `model.unscaled` does
+        value[here] = held if scale is None else held / 10.0**scale
+        line[here] = rows["line"].to_numpy()
+        mine = ids.by_part[p.part]
+        for name, out in (("ts", ts), ("rank", rank)):
+            if name in rows.columns:
+                codes = rows[name]
+                if name not in mine:  # a part's codes with no strings: not this way
+                    return None
+                numbers = mine[name].to_numpy()
+                if codes.null_count():
+                    keyed[here] &= codes.is_not_null().to_numpy()
+                    codes = codes.fill_null(0)
+                if len(numbers):
+                    out[here] = numbers[codes.to_numpy()]
+            else:  # the rank every row of the part shares
+                if name == "ts" or p.rank is None:
+                    return None
+                shared = p.rank[0]
+                if shared is None:
+                    keyed[here] = False
+                else:
+                    out[here] = ids.shared[shared]
+        if p.source is not None:
+            src[here] = names.setdefault(p.source, len(names))
+        else:
+            codes = rows["source"]
+            if codes.null_count():
+                return None
+            strings = words[p.part]["source"].to_list()
+            lut = np.array([names.setdefault(w, len(names)) for w in strings], np.int32)
+            src[here] = lut[codes.to_numpy()]
+        for name in extra:
+            if name in rows.columns and rows[name].null_count() < n:
+                extra[name].append((at, rows[name]))
+        at += n
+    got = _combine_arrays(value, line, keyed, src, ts, rank, metric, cache)
+    if got is None:
+        return None
+    value, line, pick = got
+    # the sources in the order first met among the rows given, as `_Gathered.add` has them
+    every = list(names)
+    picked = src[pick]
+    seen, at_first = np.unique(picked, return_index=True)
+    by_first = seen[np.argsort(at_first)]
+    gathered = _Gathered()
+    gathered.names = [every[k] for k in by_first.tolist()]
+    gathered.index = {name: k for k, name in enumerate(gathered.names)}
+    if len(by_first) == 1:  # one source (most keys): no index array of the key's length
+        gathered.sources.append(0)
+    else:
+        lut = np.empty(len(every), np.int32)
+        lut[by_first] = np.arange(len(by_first), dtype=np.int32)
+        gathered.sources.append(lut[picked])
+    gathered.values.append(value)
+    gathered.scales.append(None)
+    gathered.lines.append(line)
+    for name, attr, flag in (("run", "runs", "any_run"), ("block", "blocks", "any_block")):
+        if not extra[name]:
+            getattr(gathered, attr).append(len(pick))
+            continue
+        ints = np.zeros(total, np.int32)
+        none = np.ones(total, np.bool_)
+        for start, column in extra[name]:
+            ints[start : start + column.len()] = column.fill_null(0).cast(pl.Int32).to_numpy()
+            none[start : start + column.len()] = column.is_null().to_numpy()
+        ints, none = ints[pick], none[pick]
+        if none.all():
+            getattr(gathered, attr).append(len(pick))
+        else:
+            setattr(gathered, flag, True)
+            getattr(gathered, attr).append((ints, none))
+    gathered.n = len(pick)
+    return gathered.points()
 
 
 def _widened(held: _Held, words: dict[str, pl.Series], ids: _Ids | None) -> pl.DataFrame:
@@ -772,7 +888,8 @@ class _Groups(NamedTuple):
 
 
 class _GroupCache:
-    """The last key's DP groups, and the codes they were made from."""
+    """The last key's DP groups, and the codes they were made from (dropped when a key's
+    codes differ)."""
 
     def __init__(self) -> None:
         self.codes: tuple[npt.NDArray[Any], ...] | None = None
@@ -786,6 +903,9 @@ class _GroupCache:
             return None
         if all(np.array_equal(a, b) for a, b in zip(held, codes, strict=True)):
             return self.groups
+        # other codes: the key's own groups are made next, and these are not held beside
+        # them (a DP key's groups and codes: about 40 bytes a row)
+        self.codes = self.groups = None
         return None
 
     def put(self, codes: tuple[npt.NDArray[Any], ...], groups: _Groups) -> None:
@@ -955,38 +1075,65 @@ def _combine_key(
     None when that is not certain: a value not finite or near the float limit, or a group of
     more than `_KAHAN_MAX` values (then `_combine` combines the key). The groups are taken
     from `cache` when the rows' codes are those it holds."""
-    import numpy as np
     import polars as pl
 
     value = frame["value"].to_numpy()
+    keyed = (frame["ts"].is_not_null() & frame["rank"].is_not_null()).to_numpy()
+    phys = frame.select(pl.col("source", "ts", "rank").to_physical().fill_null(0))
+    src, ts, rank = (phys[c].to_numpy() for c in ("source", "ts", "rank"))  # u32 codes
+    del phys
+    got = _combine_arrays(value, frame["line"].to_numpy(), keyed, src, ts, rank, metric, cache)
+    if got is None:
+        return None
+    if not keyed.any():  # the rows as they are
+        return frame
+    value, line, pick = got
+    return frame.select("source", "run", "block")[pick].with_columns(
+        value=pl.Series(value, dtype=pl.Float64), line=pl.Series(line)
+    )
+
+
+def _combine_arrays(
+    value: npt.NDArray[np.float64],
+    line: npt.NDArray[np.integer[Any]],
+    keyed: npt.NDArray[np.bool_],
+    src: npt.NDArray[np.integer[Any]],
+    ts: npt.NDArray[np.integer[Any]],
+    rank: npt.NDArray[np.integer[Any]],
+    metric: str,
+    cache: _GroupCache | None = None,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[Any], npt.NDArray[np.int64]] | None:
+    """`_combine_key` of a key's rows as numpy columns (`src`, `ts`, `rank`: numbers, equal
+    where the strings are; read where `keyed`): the values and lines of the rows it gives,
+    in line order, and the row each takes its source, run and block from; None where it
+    does not combine them."""
+    import numpy as np
+
     if not bool(np.isfinite(value).all()):
         return None
     if len(value) and float(max(value.max(), -value.min())) > 1e300:  # no array of |value|
         return None
-    keyed = (frame["ts"].is_not_null() & frame["rank"].is_not_null()).to_numpy()
     if not keyed.any():
-        return frame
-    sub = frame.select(pl.col("source", "ts", "rank").to_physical()).filter(pl.Series(keyed))
-    src, ts, rank = (sub[c].to_numpy() for c in ("source", "ts", "rank"))  # u32 codes
+        return value, line, np.arange(len(value), dtype=np.int64)
+    src, ts, rank = src[keyed], ts[keyed], rank[keyed]
     codes = (keyed, src, ts, rank)
     g = cache.get(codes) if cache is not None else None
     if g is None:
         g = _dp_groups(keyed, src, ts, rank)
         if cache is not None:
             cache.put(codes, g)
-    del sub, src, ts, rank
+    del codes, src, ts, rank
     first, size, members = g.first, g.size, g.members
     if int(size.max()) > _KAHAN_MAX:
         return None
     total = kahan_sums(value, members, first, size)
     if metrics.get(metric).combine != "sum":
         total = total / size
-    line = frame["line"].to_numpy()
     lines = np.minimum.reduceat(line[members], first)
-    out = frame.select("source", "run", "block")[g.pick]
-    return out.with_columns(
-        value=pl.Series(np.concatenate([value[g.plain], total])[g.order], dtype=pl.Float64),
-        line=pl.Series(np.concatenate([line[g.plain], lines])[g.order]),
+    return (
+        np.concatenate([value[g.plain], total])[g.order],
+        np.concatenate([line[g.plain], lines])[g.order],
+        g.pick,
     )
 
 

@@ -357,6 +357,8 @@ class SourceText:
     ends_with_newline: bool = True
     # Called with the number of raw bytes of each piece read (a progress bar's feed).
     progress: Callable[[int], None] | None = None
+    # The bytes of the pieces read, and of the chunks `chunks` makes: its `size`, which a
+    # reader may change between chunks (those still to be read take it).
     read_size: int = CHUNK
     # What the file is when its head is binary ("a PNG image", "binary data"): its bytes
     # are hashed, not read as lines, unless a format is pinned.
@@ -378,6 +380,7 @@ class SourceText:
     def chunks(self, size: int = CHUNK) -> Iterator[Chunk | Line]:
         """Whole lines as raw `Chunk`s of about `size` bytes, then the cut last line (a
         `Line`), if any; `lines()` and `chunks()` share the one pass over the source."""
+        self.read_size = max(size, 1)
         if self._text is not None:
             data = self._text.encode("utf-8", "surrogatepass")
             self.sha256 = hashlib.sha256(data).hexdigest()
@@ -385,7 +388,6 @@ class SourceText:
             pieces: Iterator[bytes] = iter([data])
         elif self._chunks is not None:
             pieces, self._chunks = self._chunks, None
-            self.read_size = max(size, 1)
         else:
             return
         self._bad_lines = []
@@ -401,6 +403,7 @@ class SourceText:
         for piece in pieces:
             if not piece:
                 continue
+            size = self.read_size  # a reader may change it as it goes (`read_size`)
             # a piece of whole lines at least half the size (`_piece_size`) is taken whole
             whole = not buf and len(piece) >= size // 2 and piece.endswith(b"\n")
             cut_at = piece.rfind(b"\n") if whole or buf_len + len(piece) >= size else -1

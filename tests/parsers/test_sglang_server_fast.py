@@ -282,6 +282,50 @@ def test_generated_logs_read_the_same(
     assert Bulk.rows > 0
 
 
+def test_chunks_of_a_dense_log_are_made_smaller() -> None:
+    full = S.FAST_CHUNK
+    assert S.chunk_size(0, 0) == full  # nothing walked yet
+    assert S.chunk_size(S.CHUNK_SAMPLES // 4, full) == full  # a decode log: as it is
+    # twice as many samples a byte as a chunk should hold: chunks half as long
+    assert S.chunk_size(2 * S.CHUNK_SAMPLES, full) == full // 2
+    assert S.chunk_size(100 * S.CHUNK_SAMPLES, full) == full // 3  # never below a third
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_chunks_made_smaller_as_the_log_is_read_read_the_same(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chunks after the first ones take the size of the samples' density
+    (`chunk_size`): chunk borders move as the file is read, and it reads as the line path
+    does."""
+    path = tmp_path / f"gen-{seed}.log"
+    path.write_bytes(generated_log(seed))
+    sizes: list[int] = []
+    real = S.chunk_size
+
+    def sizing(samples: int, read: int) -> int:
+        sizes.append(real(samples, read))
+        return sizes[-1]
+
+    made: list[int] = []
+    prepare = F.Fast.prepare
+
+    def preparing(self: Any, chunk: Any) -> Any:
+        made.append(len(chunk.data))
+        return prepare(self, chunk)
+
+    monkeypatch.setattr(S, "chunk_size", sizing)
+    monkeypatch.setattr(F.Fast, "prepare", preparing)
+    monkeypatch.setattr(S, "CHUNK_SAMPLES", 5)
+    assert_same(path, monkeypatch, 3000)
+    assert Bulk.rows > 0
+    # chunks were made smaller, and read so
+    assert sizes[0] == 3000
+    assert min(sizes) == 1000
+    assert min(made[:2]) > 2000
+    assert sorted(made)[len(made) // 2] < 1500
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_segment_codes_by_sort_read_the_same(
     seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -29,6 +29,7 @@ _SNIFF_ARGS = re.compile(r"server_args=(?:ServerArgs\(|\{)")
 FAST = True  # tests switch it off to compare with the line-by-line path
 FAST_MIN_BYTES = 512 << 10  # smaller files are read line by line (polars is not imported)
 FAST_CHUNK = 12 << 20
+CHUNK_SAMPLES = 400_000  # samples a chunk holds at most, about (`chunk_size`)
 
 
 def sniff(head: str, name: str) -> float:
@@ -53,6 +54,18 @@ def line_reader(ctx: ParseContext, *, next_block: Callable[[], int] | None = Non
     return Reader(ctx, next_block=next_block)
 
 
+def chunk_size(samples: int, read: int) -> int:
+    """The bytes of the chunks still to be read, `samples` handed over in bulk from about
+    `read` bytes: `FAST_CHUNK`, or less where a chunk would hold more than `CHUNK_SAMPLES`
+    samples (a log of TP ranks' profiler lines gives 54 a KB, four times a decode log's),
+    so that the chunks prepared ahead hold about as many samples whatever the log (peak RSS
+    in proportion), down to a third of `FAST_CHUNK`."""
+    if samples <= 0 or read <= 0:
+        return FAST_CHUNK
+    fits = CHUNK_SAMPLES * read // samples
+    return max(FAST_CHUNK // 3, min(FAST_CHUNK, fits))
+
+
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
     """Records of one SGLang server log."""
     reader = Reader(ctx)
@@ -63,6 +76,8 @@ def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
     ahead: deque[tuple[Chunk, Future[ChunkRun | None]]] = deque()
     try:
         for piece in src.chunks(FAST_CHUNK):
+            if fast is not None:  # the chunks still to be read: of the samples' density
+                src.read_size = chunk_size(fast.handed, fast.walked)
             # once a file is big enough for the fast path, all its chunks take it
             if isinstance(piece, Chunk) and (fast is not None or len(piece.data) >= FAST_MIN_BYTES):
                 if fast is None:

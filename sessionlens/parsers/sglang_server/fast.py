@@ -296,6 +296,8 @@ class Fast:
         self.metrics: list[str] = []  # metric names of the layouts' outputs
         self.metric_ids: list[tuple[int, ...]] = []  # per layout: its outputs' metric ids
         self.hits: list[int] = []  # per layout: rows it read so far (the order tried in)
+        self.handed = 0  # samples handed over in bulk so far (`chunk_size`) ...
+        self.walked = 0  # ... from the chunks walked, of these bytes
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
@@ -322,6 +324,7 @@ class Fast:
     def walk(self, chunk: Chunk, prepared: Future[ChunkRun | None]) -> Iterator[Record]:
         """Records of a prepared chunk's lines, in line order (samples go to the sink)."""
         run = prepared.result()
+        self.walked += len(chunk.data)
         if run is None or self.r.bench is not None:
             for ln in self.src.chunk_lines(chunk):
                 yield from self.r.feed(ln)
@@ -990,6 +993,7 @@ class ChunkRun:
             for c in BATCH_COLUMNS
         )
         batch = SampleBatch(frame)
+        self.f.handed += frame.height
         if self.f.sink is not None:
             self.f.sink(batch)
         else:

@@ -628,8 +628,8 @@ def _combined_pieces(
                     codes = codes.fill_null(0)
                 if len(numbers):
                     out[here] = numbers[codes.to_numpy()]
-            else:  # the rank every row of the part shares
-                if name == "ts" or p.rank is None:
+            else:  # the rank every row of the part shares (a part holds its `ts`)
+                if p.rank is None:
                     return None
                 shared = p.rank[0]
                 if shared is None:

@@ -598,7 +598,9 @@ def _combined_pieces(
 
     total = sum(p.rows.height for p in pieces)
     value = np.empty(total, np.float64)
-    line = np.empty(total, np.int64)
+    # the lines as the table holds them (32 bits while they fit)
+    wide = any(p.rows["line"].dtype != pl.UInt32 for p in pieces)
+    line: npt.NDArray[np.integer[Any]] = np.empty(total, np.int64 if wide else np.uint32)
     ts = np.zeros(total, np.uint32)
     rank = np.zeros(total, np.uint32)
     keyed = np.ones(total, np.bool_)
@@ -745,7 +747,7 @@ class _Gathered:
     def __init__(self) -> None:
         self.values: list[npt.NDArray[np.float64] | npt.NDArray[np.int32]] = []
         self.scales: list[int | None] = []  # per part: its values' scale (None: doubles)
-        self.lines: list[npt.NDArray[np.int64]] = []
+        self.lines: list[npt.NDArray[np.integer[Any]]] = []
         # per part: its rows' source numbers, or one number where every row has it
         self.sources: list[npt.NDArray[np.int32] | int] = []
         self.names: list[str] = []
@@ -1115,7 +1117,8 @@ def _combine_arrays(
         return None
     if not keyed.any():
         return value, line, np.arange(len(value), dtype=np.int64)
-    src, ts, rank = src[keyed], ts[keyed], rank[keyed]
+    if not keyed.all():  # (every row keyed, most keys: no copies)
+        src, ts, rank = src[keyed], ts[keyed], rank[keyed]
     codes = (keyed, src, ts, rank)
     g = cache.get(codes) if cache is not None else None
     if g is None:

@@ -5,6 +5,7 @@ once)."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 from typing import Any
@@ -365,3 +366,49 @@ def test_a_key_of_one_source_holds_no_source_number_a_point(
         assert pts.take(at).sources == [want[key][-1], want[key][0]]
         strides = pts._sources.strides[0]
         assert (strides == 0) == (key[0] == "c1"), key
+
+
+def test_a_drained_key_of_lines_beyond_32_bits_combines_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A log of more than 2**32 lines: its parts hold 64-bit line numbers, and a drained
+    key's DP groups take the first line of each group from them as read at once."""
+    rng = random.Random(7)
+    cols = SampleColumns()
+    for source, far in (("a.log", 0), ("b.log", 1 << 32)):
+        rows = _log(rng, ["DP0 TP0", "DP1 TP1"], 60)
+        cols.add_batch(
+            "c1", source, _batch([dataclasses.replace(s, line=s.line + far) for s in rows])
+        )
+    session: Any = _Session(cols)
+    at_once = group.values_by_config(session)
+    monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+    frames = _counting(monkeypatch, "_widened")
+    drained = _drained_alike(session, at_once)
+    assert frames == []
+    lines = drained[("c1", "running_req")].lines
+    assert min(lines) < 1 << 32 <= max(lines)
+
+
+def test_a_drained_key_of_rows_with_and_without_rank_combines_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rows without a rank or a time between a key's DP groups pass as they are, the
+    groups around them combine."""
+    rows: list[Sample] = []
+    for step in range(40):
+        ts = f"2026-01-01 10:00:{step:02d}"
+        for r in range(3):
+            rows.append(
+                Sample("running_req", 10.0 * r + step, 4 * step + r, None, None, f"DP{r}", ts)
+            )
+        rows.append(Sample("running_req", 0.5 + step, 4 * step + 3, None, None, None, ts))
+    cols = SampleColumns()
+    cols.add_batch("c1", "a.log", _batch(rows))
+    session: Any = _Session(cols)
+    at_once = group.values_by_config(session)
+    assert len(at_once[("c1", "running_req")]) == 80  # 40 groups and 40 rows alone
+    monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+    frames = _counting(monkeypatch, "_widened")
+    _drained_alike(session, at_once)
+    assert frames == []

@@ -494,6 +494,20 @@ def _key_points(
     return gathered.points()
 
 
+def _at_scale(held: Any, k: int, top: int) -> Any:
+    """Values held at scale `k` (`model.scale_of`) held at the larger scale `top`: each m
+    times 10**(top - k), the same number, read back as the same double (IEEE division of
+    exact doubles is correctly rounded); None when one would not fit in 32 bits."""
+    import numpy as np
+
+    if k == top:
+        return held
+    wide = held.astype(np.int64) * 10 ** (top - k)
+    if len(wide) and not int(np.abs(wide).max()) < 1 << 31:
+        return None
+    return wide.astype(np.int32)
+
+
 def _doubles(held: Any, scale: int | None) -> Any:
     """Values as held (`PointList`) as doubles: scaled integers divided by 10**scale (numpy
     divides, correctly rounded, as `model.unscaled` does), doubles as they are."""
@@ -598,6 +612,12 @@ def _combined_pieces(
 
     total = sum(p.rows.height for p in pieces)
     value = np.empty(total, np.float64)
+    # the values as held, where every piece holds them at one scale: kept so where no
+    # group has two rows (each row's value then is its own)
+    scales = {scale_of(words[p.part]) for p in pieces}
+    known = [k for k in scales if k is not None]
+    top = max(known) if known and len(known) == len(scales) else None
+    ints = np.empty(total, np.int32) if top is not None else None
     # the lines as the table holds them (32 bits while they fit)
     wide = any(p.rows["line"].dtype != pl.UInt32 for p in pieces)
     line: npt.NDArray[np.integer[Any]] = np.empty(total, np.int64 if wide else np.uint32)
@@ -617,6 +637,12 @@ def _combined_pieces(
         scale = scale_of(words[p.part])
         # numpy divides, correctly rounded, as `model.unscaled` does
         value[here] = held if scale is None else held / 10.0**scale
+        if ints is not None and top is not None and scale is not None:
+            at_top = _at_scale(held, scale, top)
+            if at_top is None:
+                ints = None
+            else:
+                ints[here] = at_top
         line[here] = rows["line"].to_numpy()
         mine = ids.by_part[p.part]
         for name, out in (("ts", ts), ("rank", rank)):
@@ -669,8 +695,12 @@ def _combined_pieces(
         lut = np.empty(len(every), np.int32)
         lut[by_first] = np.arange(len(by_first), dtype=np.int32)
         gathered.sources.append(lut[picked])
-    gathered.values.append(value)
-    gathered.scales.append(None)
+    if ints is not None and len(pick) == total:  # no row combined with another
+        gathered.values.append(ints[pick])
+        gathered.scales.append(top)
+    else:
+        gathered.values.append(value)
+        gathered.scales.append(None)
     gathered.lines.append(line)
     for name, attr, flag in (("run", "runs", "any_run"), ("block", "blocks", "any_block")):
         if not extra[name]:
@@ -827,9 +857,19 @@ class _Gathered:
         if len(lines) and lines.min() >= 0 and lines.max() < 1 << 32:
             lines = lines.astype(np.uint32)  # held in half the bytes (they stay ints)
         scales = set(self.scales)
+        top = max((k for k in scales if k is not None), default=None)
+        held = None
+        if top is not None and None not in scales:  # each part at the largest scale
+            held = [
+                _at_scale(v, k, top)
+                for v, k in zip(self.values, self.scales, strict=True)
+                if k is not None
+            ]
         if len(scales) == 1:  # every part's values of one scale (or all doubles)
             (scale,) = scales
             values = joined(self.values)
+        elif held is not None and all(h is not None for h in held):
+            scale, values = top, joined(held)
         else:  # made doubles (numpy divides: correctly rounded)
             scale = None
             values = joined([_doubles(v, k) for v, k in zip(self.values, self.scales, strict=True)])

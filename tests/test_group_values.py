@@ -412,3 +412,61 @@ def test_a_drained_key_of_rows_with_and_without_rank_combines_alike(
     frames = _counting(monkeypatch, "_widened")
     _drained_alike(session, at_once)
     assert frames == []
+
+
+def test_a_drained_key_of_one_rank_keeps_its_values_scaled(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A key whose rows have a rank and a time but no group of two (one rank printing)
+    keeps its printed values as held (scaled integers), and they read as at once; a key
+    whose groups combine holds the sums as doubles."""
+    rows: list[Sample] = []
+    for step in range(50):
+        ts = f"2026-01-01 10:00:{step:02d}"
+        rows.append(Sample("running_req", step * 0.25, 2 * step + 1, None, None, "TP0", ts))
+        for r in range(2):
+            rows.append(Sample("num_token", step + 0.5 * r, 2 * step + 2, None, None, f"DP{r}", ts))
+    cols = SampleColumns()
+    cols.add_batch("c1", "a.log", _batch(rows))
+    session: Any = _Session(cols)
+    at_once = group.values_by_config(session)
+    monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+    drained = _drained_alike(session, at_once)
+    assert drained[("c1", "running_req")]._scale == 2
+    assert drained[("c1", "num_token")]._scale is None
+    assert len(drained[("c1", "num_token")]) == 50
+
+
+@pytest.mark.parametrize("big", [False, True])
+def test_a_key_of_parts_at_two_scales_is_held_at_the_larger(
+    big: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key read from parts held at scales 0 and 2 (whole numbers in one log, two
+    decimals in another) holds its values at scale 2, the whole numbers times 100; where
+    one would not fit in 32 bits so, as doubles. The same values, bit for bit, either way."""
+    whole = [
+        Sample("running_req", float(v), i + 1, None, None, None, None)
+        for i, v in enumerate([3, 0, 17, 30_000_000 if big else 12])
+    ]
+    cents = [
+        Sample("running_req", v, i + 1, None, None, None, None)
+        for i, v in enumerate([0.25, 1.5, 0.01])
+    ]
+    for drain in (False, True):
+        cols = SampleColumns()
+        cols.add_batch("c1", "a.log", _batch(whole))
+        cols.add_batch("c1", "b.log", _batch(cents))
+        session: Any = _Session(cols)
+        if drain:
+            monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+            got = group.values_by_config(session, consume=True)
+        else:
+            got = group.values_by_config(session)
+        pts = got[("c1", "running_req")]
+        assert [p.value for p in pts] == [s.value for s in whole + cents]
+        assert (
+            pts._values.tobytes()
+            == pl.Series([s.value for s in whole + cents]).to_numpy().tobytes()
+        )
+        if drain:  # (read at once, the table's values are made doubles first)
+            assert pts._scale == (None if big else 2)

@@ -508,6 +508,26 @@ def _at_scale(held: Any, k: int, top: int) -> Any:
     return wide.astype(np.int32)
 
 
+def _joined_values(values: list[Any], scales: list[int | None]) -> tuple[Any, int | None]:
+    """Parts' values as held (each at its scale, None: doubles) as one array and its
+    scale: as they are where they share one, at the largest scale where each fits there
+    in 32 bits (`_at_scale`), else made doubles (numpy divides: correctly rounded)."""
+    import numpy as np
+
+    def joined(arrays: list[Any]) -> Any:
+        return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+    kinds = set(scales)
+    if len(kinds) == 1:  # every part's values of one scale (or all doubles)
+        return joined(values), scales[0]
+    if kinds and None not in kinds:
+        top = max(k for k in scales if k is not None)
+        held = [_at_scale(v, k, top) for v, k in zip(values, scales, strict=True) if k is not None]
+        if all(h is not None for h in held):
+            return joined(held), top
+    return joined([_doubles(v, k) for v, k in zip(values, scales, strict=True)]), None
+
+
 def _doubles(held: Any, scale: int | None) -> Any:
     """Values as held (`PointList`) as doubles: scaled integers divided by 10**scale (numpy
     divides, correctly rounded, as `model.unscaled` does), doubles as they are."""
@@ -612,12 +632,9 @@ def _combined_pieces(
 
     total = sum(p.rows.height for p in pieces)
     value = np.empty(total, np.float64)
-    # the values as held, where every piece holds them at one scale: kept so where no
-    # group has two rows (each row's value then is its own)
-    scales = {scale_of(words[p.part]) for p in pieces}
-    known = [k for k in scales if k is not None]
-    top = max(known) if known and len(known) == len(scales) else None
-    ints = np.empty(total, np.int32) if top is not None else None
+    # each piece's values as held: kept so where no group has two rows (`_joined_values`)
+    helds: list[Any] = []
+    held_scales: list[int | None] = []
     # the lines as the table holds them (32 bits while they fit)
     wide = any(p.rows["line"].dtype != pl.UInt32 for p in pieces)
     line: npt.NDArray[np.integer[Any]] = np.empty(total, np.int64 if wide else np.uint32)
@@ -635,14 +652,9 @@ def _combined_pieces(
             return None
         held = rows["value"].to_numpy()
         scale = scale_of(words[p.part])
-        # numpy divides, correctly rounded, as `model.unscaled` does
-        value[here] = held if scale is None else held / 10.0**scale
-        if ints is not None and top is not None and scale is not None:
-            at_top = _at_scale(held, scale, top)
-            if at_top is None:
-                ints = None
-            else:
-                ints[here] = at_top
+        value[here] = _doubles(held, scale)
+        helds.append(held)
+        held_scales.append(scale)
         line[here] = rows["line"].to_numpy()
         mine = ids.by_part[p.part]
         for name, out in (("ts", ts), ("rank", rank)):
@@ -695,9 +707,10 @@ def _combined_pieces(
         lut = np.empty(len(every), np.int32)
         lut[by_first] = np.arange(len(by_first), dtype=np.int32)
         gathered.sources.append(lut[picked])
-    if ints is not None and len(pick) == total:  # no row combined with another
-        gathered.values.append(ints[pick])
-        gathered.scales.append(top)
+    if len(pick) == total:  # no row combined with another: the values as held
+        joined, scale = _joined_values(helds, held_scales)
+        gathered.values.append(joined[pick])
+        gathered.scales.append(scale)
     else:
         gathered.values.append(value)
         gathered.scales.append(None)
@@ -706,17 +719,17 @@ def _combined_pieces(
         if not extra[name]:
             getattr(gathered, attr).append(len(pick))
             continue
-        ints = np.zeros(total, np.int32)
+        numbers = np.zeros(total, np.int32)
         none = np.ones(total, np.bool_)
         for start, column in extra[name]:
-            ints[start : start + column.len()] = column.fill_null(0).cast(pl.Int32).to_numpy()
+            numbers[start : start + column.len()] = column.fill_null(0).cast(pl.Int32).to_numpy()
             none[start : start + column.len()] = column.is_null().to_numpy()
-        ints, none = ints[pick], none[pick]
+        numbers, none = numbers[pick], none[pick]
         if none.all():
             getattr(gathered, attr).append(len(pick))
         else:
             setattr(gathered, flag, True)
-            getattr(gathered, attr).append((ints, none))
+            getattr(gathered, attr).append((numbers, none))
     gathered.n = len(pick)
     return gathered.points()
 
@@ -856,23 +869,7 @@ class _Gathered:
         lines = joined(self.lines)
         if len(lines) and lines.min() >= 0 and lines.max() < 1 << 32:
             lines = lines.astype(np.uint32)  # held in half the bytes (they stay ints)
-        scales = set(self.scales)
-        top = max((k for k in scales if k is not None), default=None)
-        held = None
-        if top is not None and None not in scales:  # each part at the largest scale
-            held = [
-                _at_scale(v, k, top)
-                for v, k in zip(self.values, self.scales, strict=True)
-                if k is not None
-            ]
-        if len(scales) == 1:  # every part's values of one scale (or all doubles)
-            (scale,) = scales
-            values = joined(self.values)
-        elif held is not None and all(h is not None for h in held):
-            scale, values = top, joined(held)
-        else:  # made doubles (numpy divides: correctly rounded)
-            scale = None
-            values = joined([_doubles(v, k) for v, k in zip(self.values, self.scales, strict=True)])
+        values, scale = _joined_values(self.values, self.scales)
         return PointList(
             values,
             sources(),

@@ -62,6 +62,7 @@ _MAX_RANGES = 1024  # a metric's ranges of made timestamps kept apart (`_Made`)
 _MIN_GROUP = 4.0
 _SLICE = 1 << 18  # a batch's rows folded at a time (its working arrays: ~30 MB)
 _SINGLES = 1 << 16  # rows added one by one, gathered into a batch of up to this many
+_MAX_LUT = 1 << 22  # categorical numbers up to this looked up in a table (`_numbers`)
 
 
 class Uncombinable(Exception):
@@ -167,6 +168,15 @@ class _Made:
         self.lo, self.hi, self.mask = lo, hi, mask
 
 
+class _Numbers:
+    """Strings met (categorical numbers) numbered from 0 as met, and the same as a table
+    from categorical number to number (-1: none yet), or None."""
+
+    def __init__(self) -> None:
+        self.of: dict[int, int] = {}
+        self.lut: npt.NDArray[np.int64] | None = None
+
+
 class RankFold:
     """A source's rows on their way to the table, ranks' groups combined as read (the
     module's docstring). `add` and `add_batch` take what a parser gives, in order; `finish`
@@ -183,11 +193,11 @@ class RankFold:
         self._rank: int | None = None  # the one rank of the keyed rows passed as they are
         self._combined = False  # a group of two rows or more combined
         # the ranks and metrics met (categorical numbers), as numbers from 0
-        self._ranks: dict[int, int] = {}
-        self._metrics: dict[int, int] = {}
+        self._ranks = _Numbers()
+        self._metrics = _Numbers()
         self._sums: list[bool] = []  # per metric number: summed (else averaged)
         self._made: list[_Made] = []  # per metric number
-        self._layout: str | None = None  # the timestamps' layout (digits as `d`)
+        self._layout: bytes | None = None  # the timestamps' layout (digits as `d`)
 
     # ------------------------------------------------------------------ intake
 
@@ -287,12 +297,12 @@ class RankFold:
             self._emit(frame)
             return
         local, ts = self._timestamps(frame["ts"], ts_all, rows)
-        bits, _ = self._numbers(rank_all, rows, self._ranks)
-        if len(self._ranks) > _MAX_RANKS:
+        bits = self._numbers(rank_all, rows, self._ranks)
+        if len(self._ranks.of) > _MAX_RANKS:
             raise _Trouble
         bit = np.left_shift(np.uint64(1), bits.astype(np.uint64))
-        m, _ = self._numbers(metric_all, rows, self._metrics, frame["metric"])
-        while len(self._made) < len(self._metrics):
+        m = self._numbers(metric_all, rows, self._metrics, frame["metric"])
+        while len(self._made) < len(self._metrics.of):
             self._made.append(_Made())
         value = frame["value"].to_numpy()
         if float(np.abs(value[rows]).max()) > 1e300:
@@ -393,23 +403,37 @@ class RankFold:
         self,
         codes: npt.NDArray[np.int64],
         rows: npt.NDArray[np.int64],
-        numbers: dict[int, int],
+        numbers: _Numbers,
         names: pl.Series | None = None,
-    ) -> tuple[npt.NDArray[np.int64], int]:
+    ) -> npt.NDArray[np.int64]:
         """The keyed rows' strings (categorical numbers) as the source's numbers of them,
-        from 0 in the order first met, and how many distinct ones they hold. With `names`
-        (the column), each new one's rule is looked up (`_sums`)."""
+        from 0, each new one numbered as met. With `names` (the column), each new one's
+        rule is looked up (`_sums`). A table from categorical number to the source's
+        number (-1: none yet) answers a slice that brings no new string in one lookup."""
         import numpy as np
 
-        seen, local, first = _dense(codes[rows])
-        for code, at in zip(seen.tolist(), first.tolist(), strict=True):
-            if code not in numbers:
-                numbers[code] = len(numbers)
+        held = codes[rows]
+        top = int(held.max())
+        lut = numbers.lut
+        if lut is not None and top < len(lut):
+            found = lut[held]
+            if int(found.min()) >= 0:
+                return found
+        seen, local, some = _dense(held)
+        for code, at in zip(seen.tolist(), some.tolist(), strict=True):
+            if code not in numbers.of:
+                numbers.of[code] = len(numbers.of)
                 if names is not None:
                     name = str(names[int(rows[at])])
                     self._sums.append(metrics.get(name).combine == "sum")
-        lut = np.array([numbers[c] for c in seen.tolist()], np.int64)
-        return lut[local], len(seen)
+        mine = np.array([numbers.of[c] for c in seen.tolist()], np.int64)
+        if top < _MAX_LUT:
+            grown = np.full(max(top + 1, 0 if lut is None else len(lut)), -1, np.int64)
+            if lut is not None:
+                grown[: len(lut)] = lut
+            grown[seen] = mine
+            numbers.lut = grown
+        return mine[local]
 
     def _timestamps(
         self, column: pl.Series, codes: npt.NDArray[np.int64], rows: npt.NDArray[np.int64]
@@ -419,17 +443,36 @@ class RankFold:
         timestamp's digits, every timestamp being of one layout (digits as `d`)."""
         import polars as pl
 
-        _, local, first = _dense(codes[rows])
-        words = column.gather(rows[first]).cast(pl.String)
-        layouts = words.str.replace_all("[0-9]", "d").unique()
-        if layouts.len() != 1 or self._layout not in (None, layouts[0]):
-            raise _Trouble
-        self._layout = layouts[0]
-        digits = words.str.replace_all("[^0-9]", "")
-        if int(digits.str.len_bytes().max() or 0) > 18:  # type: ignore[arg-type]
-            raise _Trouble
-        numbers = digits.cast(pl.Int64, strict=False).fill_null(0).to_numpy()
+        _, local, some = _dense(codes[rows])
+        words = column.gather(rows[some]).cast(pl.String)
+        numbers = self._digits(words)
         return local, numbers[local]
+
+    def _digits(self, words: pl.Series) -> npt.NDArray[np.int64]:
+        """Distinct timestamps as the numbers their digits make, read together: every one
+        of the same bytes where it holds no ASCII digit and a digit where the first does
+        (the source's layout), at most 18 digits; else `_Trouble`."""
+        import numpy as np
+
+        if not len(words):
+            return np.empty(0, np.int64)
+        width = words.str.len_bytes()
+        size = int(width[0])
+        if width.n_unique() != 1:
+            raise _Trouble
+        raw = np.frombuffer("".join(words.to_list()).encode(), np.uint8).reshape(len(words), size)
+        digit = (raw >= ord("0")) & (raw <= ord("9"))
+        layout = np.where(digit[0], ord("d"), raw[0]).astype(np.uint8).tobytes()
+        if self._layout not in (None, layout):
+            raise _Trouble
+        self._layout = layout
+        if not (digit == digit[0]).all() or not (raw[:, ~digit[0]] == raw[0, ~digit[0]]).all():
+            raise _Trouble
+        at = np.flatnonzero(digit[0])
+        if len(at) > 18:
+            raise _Trouble
+        powers = 10 ** np.arange(len(at) - 1, -1, -1, dtype=np.int64)
+        return (raw[:, at].astype(np.int64) - ord("0")) @ powers
 
 
 def _ranks_of(frame: pl.DataFrame) -> set[int]:
@@ -446,9 +489,9 @@ def _ranks_of(frame: pl.DataFrame) -> set[int]:
 def _dense(
     codes: npt.NDArray[np.int64],
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int64], npt.NDArray[np.int64]]:
-    """The distinct codes (sorted), each code's place among them, and each distinct
-    one's first place: by counting when the codes span a short range (a slice's do),
-    else by sorting."""
+    """The distinct codes (sorted), each code's place among them, and for each distinct
+    one a place that holds it (not always the first): by counting when the codes span a
+    short range (a slice's do), else by sorting."""
     import numpy as np
 
     lo, hi = int(codes.min()), int(codes.max())
@@ -460,9 +503,9 @@ def _dense(
     where = np.flatnonzero(present)
     place = np.cumsum(present) - 1
     local = place[shifted]
-    first = np.full(len(where), len(codes), np.int64)
-    np.minimum.at(first, local, np.arange(len(codes)))
-    return where + lo, local, first
+    some = np.empty(len(where), np.int64)
+    some[local] = np.arange(len(codes))  # one of each code's places (which one: any)
+    return where + lo, local, some
 
 
 class _Groups(NamedTuple):

@@ -240,3 +240,66 @@ def test_small_groups_are_read_as_they_are() -> None:
     assert len(columns) == 200
     assert not columns.folded
     assert columns.frame()["rank"].null_count() == 0
+
+
+def _fold_of_nothing() -> _rankfold.RankFold:
+    return _rankfold.RankFold(SampleColumns(), "cfg", "s.log")
+
+
+def test_timestamps_are_read_as_the_numbers_their_digits_make() -> None:
+    fold = _fold_of_nothing()
+    stamps = ["2025-11-14 09:00:01", "2025-11-14 23:59:59", "2026-01-02 00:00:00"]
+    got = fold._digits(pl.Series(stamps))
+    assert got.tolist() == [int("".join(c for c in s if c.isdigit())) for s in stamps]
+    # later slices must keep the layout; within it any digits
+    assert fold._digits(pl.Series(["1999-12-31 00:00:09"])).tolist() == [19991231000009]
+    # a layout with letters and characters of several bytes, read as bytes
+    other = _fold_of_nothing()
+    words = ["14 нояб 09:00:01", "15 нояб 10:00:02"]
+    assert other._digits(pl.Series(words)).tolist() == [14090001, 15100002]
+    assert other._digits(pl.Series([], dtype=pl.String)).tolist() == []
+
+
+@pytest.mark.parametrize(
+    ("first", "later"),
+    [
+        (["2025-11-14 09:00:01", "2025-11-14T09:00:02"], None),  # two layouts in a slice
+        (["2025-11-14 09:00:01", "2025-11-14 9:00:02"], None),  # a digit fewer
+        (["12:00:01"], ["2025-11-14 09:00:02"]),  # a later slice of another layout
+        (["1d:00:01", "12:00:01"], None),  # a letter where the other has a digit
+        (["12:00:01", "1d:00:01"], None),  # ... and the other way round
+        (["1234567890123456789"], None),  # 19 digits: not one int64 in order
+    ],
+)
+def test_timestamps_of_no_single_layout_are_not_folded(
+    first: list[str], later: list[str] | None
+) -> None:
+    fold = _fold_of_nothing()
+    if later is not None:
+        fold._digits(pl.Series(first))  # one layout: read
+    with pytest.raises(_rankfold._Trouble):
+        fold._digits(pl.Series(first if later is None else later))
+
+
+def test_strings_keep_their_numbers_from_slice_to_slice() -> None:
+    """`_numbers`: numbered as met, the table answers what it holds and grows for what
+    it does not (a new code above it, a new code inside it)."""
+    fold = _fold_of_nothing()
+    held = _rankfold._Numbers()
+    slices = [
+        np.array([7, 3, 7, 3], np.int64),
+        np.array([3, 7, 3], np.int64),  # nothing new: from the table
+        np.array([3, 40, 7], np.int64),  # a code above the table
+        np.array([5, 40, 3], np.int64),  # a code inside it, not numbered yet
+        np.array([40, 5, 7, 3], np.int64),
+    ]
+    numbering: dict[int, int] = {}
+    for codes in slices:
+        got = fold._numbers(codes, np.arange(len(codes)), held)
+        for code in sorted(set(codes.tolist())):  # `_dense` numbers a slice's new codes
+            numbering.setdefault(code, len(numbering))  # in the order of their numbers
+        assert got.tolist() == [numbering[c] for c in codes.tolist()]
+        assert held.of == numbering
+        assert held.lut is not None
+        assert {c: int(held.lut[c]) for c in numbering} == numbering
+        assert (np.delete(held.lut, list(numbering)) == -1).all()

@@ -31,7 +31,8 @@ numbers (not one layout of digits, more than 18 digits), on keyed rows of a seco
 after rows of one were passed on, and when too many rows wait (`_MAX_HELD`).
 
 Strings are compared as the numbers of polars' categoricals, which are one number for one
-string in the process.
+string in the process while some categorical lives (once none does, polars numbers the
+strings afresh): the fold holds its ranks' and metrics' strings as a categorical column.
 """
 
 from __future__ import annotations
@@ -170,11 +171,13 @@ class _Made:
 
 class _Numbers:
     """Strings met (categorical numbers) numbered from 0 as met, and the same as a table
-    from categorical number to number (-1: none yet), or None."""
+    from categorical number to number (-1: none yet), or None; and the strings as
+    categoricals, held so that polars keeps their numbers."""
 
     def __init__(self) -> None:
         self.of: dict[int, int] = {}
         self.lut: npt.NDArray[np.int64] | None = None
+        self.held: list[pl.Series] = []
 
 
 class RankFold:
@@ -297,11 +300,11 @@ class RankFold:
             self._emit(frame)
             return
         local, ts = self._timestamps(frame["ts"], ts_all, rows)
-        bits = self._numbers(rank_all, rows, self._ranks)
+        bits = self._numbers(rank_all, rows, self._ranks, frame["rank"])
         if len(self._ranks.of) > _MAX_RANKS:
             raise _Trouble
         bit = np.left_shift(np.uint64(1), bits.astype(np.uint64))
-        m = self._numbers(metric_all, rows, self._metrics, frame["metric"])
+        m = self._numbers(metric_all, rows, self._metrics, frame["metric"], rule=True)
         while len(self._made) < len(self._metrics.of):
             self._made.append(_Made())
         value = frame["value"].to_numpy()
@@ -404,12 +407,14 @@ class RankFold:
         codes: npt.NDArray[np.int64],
         rows: npt.NDArray[np.int64],
         numbers: _Numbers,
-        names: pl.Series | None = None,
+        column: pl.Series,
+        rule: bool = False,
     ) -> npt.NDArray[np.int64]:
-        """The keyed rows' strings (categorical numbers) as the source's numbers of them,
-        from 0, each new one numbered as met. With `names` (the column), each new one's
-        rule is looked up (`_sums`). A table from categorical number to the source's
-        number (-1: none yet) answers a slice that brings no new string in one lookup."""
+        """The keyed rows' strings (categorical numbers of `column`) as the source's
+        numbers of them, from 0, each new one numbered as met (and held). With `rule`
+        (metrics), each new one's rule is looked up (`_sums`). A table from categorical
+        number to the source's number (-1: none yet) answers a slice that brings no new
+        string in one lookup."""
         import numpy as np
 
         held = codes[rows]
@@ -420,12 +425,16 @@ class RankFold:
             if int(found.min()) >= 0:
                 return found
         seen, local, some = _dense(held)
+        new: list[int] = []
         for code, at in zip(seen.tolist(), some.tolist(), strict=True):
             if code not in numbers.of:
                 numbers.of[code] = len(numbers.of)
-                if names is not None:
-                    name = str(names[int(rows[at])])
+                new.append(int(rows[at]))
+                if rule:
+                    name = str(column[int(rows[at])])
                     self._sums.append(metrics.get(name).combine == "sum")
+        if new:
+            numbers.held.append(column.gather(new))
         mine = np.array([numbers.of[c] for c in seen.tolist()], np.int64)
         if top < _MAX_LUT:
             grown = np.full(max(top + 1, 0 if lut is None else len(lut)), -1, np.int64)

@@ -779,16 +779,19 @@ def _encoded(column: pl.Series) -> tuple[pl.Series, pl.Series]:
         # strings of the categories, which outlive the column anyway: no chunk text held
         words = column.gather(first).cast(pl.String)
         kind = _code_type(len(words))
-        top = seen.max()
+        top, low = seen.max(), seen.min()
         local = np.arange(len(seen))
-        if not isinstance(top, int):  # no string: all null
+        if not isinstance(top, int) or not isinstance(low, int):  # no string: all null
             codes = keys.cast(kind)
-        elif top > 16 * len(keys) + (1 << 16):  # sparse numbers
+        elif top - low > 16 * len(keys) + (1 << 16):  # sparse numbers
             codes = keys.replace_strict(seen, pl.Series(local), return_dtype=kind).cast(kind)
         else:
-            lut = np.zeros(top + 1, np.int64)
-            lut[seen.to_numpy()] = local
-            codes = pl.Series(lut).cast(kind).gather(keys)  # a null number stays null
+            # a table of the numbers from the least (a batch's timestamps are recent ones:
+            # a narrow range high among the process' numbers, which grow with the log)
+            lut = np.zeros(top - low + 1, np.int64)
+            lut[seen.to_numpy() - low] = local
+            at = keys - low if low else keys  # a null number stays null
+            codes = pl.Series(lut).cast(kind).gather(at)
     return codes.alias(column.name), words
 
 

@@ -147,6 +147,20 @@ def test_a_categorical_is_coded_whatever_its_categories_numbers() -> None:
     assert found.to_list() == ["far199999", "far5", "near"]
 
 
+def test_a_categorical_of_recent_strings_is_coded_from_its_least_number() -> None:
+    """A batch's timestamps are strings the process made categorical last: close numbers,
+    far from 0 in a long log. They are coded by a table from the least of them."""
+    # (held: once no categorical lives, polars numbers strings from 0 again)
+    old = pl.Series([f"old{i}" for i in range(300_000)]).cast(pl.Categorical)
+    recent = [f"recent{i}" for i in range(5)]
+    pl.Series(recent).cast(pl.Categorical)
+    rows = [recent[3], None, recent[1], recent[3], recent[4], recent[0]]
+    codes, found = model._encoded(pl.Series("ts", rows).cast(pl.Categorical))
+    assert codes.to_list() == [0, None, 1, 0, 2, 3]
+    assert found.to_list() == [recent[3], recent[1], recent[4], recent[0]]
+    assert old.len() == 300_000
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_WORDS, min_size=1, max_size=5))
 def test_parts_codes_join_into_codes_of_one_list(parts: list[list[str | None]]) -> None:

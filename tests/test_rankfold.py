@@ -283,19 +283,25 @@ def test_timestamps_of_no_single_layout_are_not_folded(
 
 def test_strings_keep_their_numbers_from_slice_to_slice() -> None:
     """`_numbers`: numbered as met, the table answers what it holds and grows for what
-    it does not (a new code above it, a new code inside it)."""
+    it does not (a new string above it, a new string inside it); the strings numbered are
+    held as categoricals (polars numbers strings afresh once no categorical lives)."""
     fold = _fold_of_nothing()
     held = _rankfold._Numbers()
+    strings = [f"rank-{i}" for i in range(41)]
+    column = pl.Series(strings).cast(pl.Categorical)  # their numbers: consecutive
+    number = dict(zip(strings, column.to_physical().to_list(), strict=True))
     slices = [
-        np.array([7, 3, 7, 3], np.int64),
-        np.array([3, 7, 3], np.int64),  # nothing new: from the table
-        np.array([3, 40, 7], np.int64),  # a code above the table
-        np.array([5, 40, 3], np.int64),  # a code inside it, not numbered yet
-        np.array([40, 5, 7, 3], np.int64),
+        [7, 3, 7, 3],
+        [3, 7, 3],  # nothing new: from the table
+        [3, 40, 7],  # a string above the table
+        [5, 40, 3],  # a string inside it, not numbered yet
+        [40, 5, 7, 3],
     ]
     numbering: dict[int, int] = {}
-    for codes in slices:
-        got = fold._numbers(codes, np.arange(len(codes)), held)
+    for picks in slices:
+        part = pl.Series([strings[i] for i in picks]).cast(pl.Categorical)
+        codes = part.to_physical().cast(pl.Int64).to_numpy()
+        got = fold._numbers(codes, np.arange(len(codes)), held, part)
         for code in sorted(set(codes.tolist())):  # `_dense` numbers a slice's new codes
             numbering.setdefault(code, len(numbering))  # in the order of their numbers
         assert got.tolist() == [numbering[c] for c in codes.tolist()]
@@ -303,3 +309,6 @@ def test_strings_keep_their_numbers_from_slice_to_slice() -> None:
         assert held.lut is not None
         assert {c: int(held.lut[c]) for c in numbering} == numbering
         assert (np.delete(held.lut, list(numbering)) == -1).all()
+        kept = pl.concat(held.held)
+        assert kept.dtype == pl.Categorical
+        assert sorted(number[w] for w in kept.to_list()) == sorted(numbering)

@@ -12,6 +12,7 @@ encoder wrote a placeholder for it; every other value is the encoder's.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import uuid
@@ -23,16 +24,12 @@ from ..analysis import Analysis
 _BIG = 256  # records in a list written column by column (fewer: by the encoder)
 _INDENT = "  "
 _SCALARS = (str, int, float, bool, type(None))
+_dumps = functools.partial(json.dumps, indent=len(_INDENT), ensure_ascii=False, allow_nan=False)
 
 
 def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
+    """The value with every non-finite float made None."""
+    return _lifted(value, None, "")
 
 
 def render(analysis: Analysis) -> str:
@@ -41,46 +38,46 @@ def render(analysis: Analysis) -> str:
 
 
 def dumps(doc: Any) -> str:
-    """`json.dumps(_finite(doc), indent=2, ensure_ascii=False, allow_nan=False) + "\\n"`,
+    """`json.dumps(_finite(doc), indent=2, ensure_ascii=False, allow_nan=False) + "\n"`,
     the same text, its big lists of flat records written column by column."""
-    lifted: dict[str, list[dict[str, Any]]] = {}
+    lifted: list[list[dict[str, Any]]] = []
     tag = f"\x00sessionlens-{uuid.uuid4().hex}-"
-    text = json.dumps(_lifted(doc, lifted, tag), indent=2, ensure_ascii=False, allow_nan=False)
+    text = _dumps(_lifted(doc, lifted, tag))
     if not lifted:
         return text + "\n"
-    found = []
-    for key, records in lifted.items():
-        quoted = encode_basestring(key)
-        at = text.find(quoted)
-        if at < 0 or text.find(quoted, at + 1) >= 0:  # never, with a fresh tag: be sure
-            return json.dumps(_finite(doc), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-        start = text.rfind("\n", 0, at) + 1  # the list opens on this line, at its indent
-        level = (len(text[start:at]) - len(text[start:at].lstrip(" "))) // len(_INDENT)
-        found.append((at, len(quoted), records, level))
-    found.sort(key=lambda f: f[0])
+    # the placeholders, in the text's order, found in one pass
+    prefix = encode_basestring(tag)[:-1]
     out: list[str] = []
+    met: list[int] = []
     done = 0
-    for at, size, records, level in found:
-        out.append(text[done:at])
-        out.append(_records(records, level))
-        done = at + size
-    out.append(text[done:])
-    out.append("\n")
+    at = text.find(prefix)
+    while at >= 0:
+        end = text.find('"', at + len(prefix))
+        k = int(text[at + len(prefix) : end])
+        start = text.rfind("\n", 0, at) + 1  # the list opens on this line, at its indent
+        level = (at - start - len(text[start:at].lstrip(" "))) // len(_INDENT)
+        out += [text[done:at], _records(lifted[k], level)]
+        met.append(k)
+        done = end + 1
+        at = text.find(prefix, done)
+    if sorted(met) != list(range(len(lifted))):  # never, with a fresh tag: be sure
+        return _dumps(_finite(doc)) + "\n"
+    out += [text[done:], "\n"]
     return "".join(out)
 
 
-def _lifted(value: Any, lifted: dict[str, list[dict[str, Any]]], tag: str) -> Any:
-    """`_finite(value)` with each big list of flat records replaced by a placeholder
-    string (kept in `lifted`)."""
+def _lifted(value: Any, lifted: list[list[dict[str, Any]]] | None, tag: str) -> Any:
+    """The value with every non-finite float made None and, where `lifted` is given, each
+    big list of flat records replaced by a placeholder string (the tag and its place in
+    `lifted`)."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
         return {k: _lifted(v, lifted, tag) for k, v in value.items()}
     if isinstance(value, list):
-        if len(value) >= _BIG and _flat(value):
-            key = f"{tag}{len(lifted)}"
-            lifted[key] = value
-            return key
+        if lifted is not None and len(value) >= _BIG and _flat(value):
+            lifted.append(value)
+            return f"{tag}{len(lifted) - 1}"
         return [_lifted(v, lifted, tag) for v in value]
     return value
 
@@ -108,19 +105,11 @@ def _records(records: list[dict[str, Any]], level: int) -> str:
     columns = [_column([r[k] for r in records]) for k in keys]
     # one record: "{" + field + '"k1": ' + v1 + "," + field + '"k2": ' + v2 + item + "}"
     heads = [("," if i else "{") + field + encode_basestring(k) + ": " for i, k in enumerate(keys)]
-    pieces: list[str] = []
-    for values in zip(*columns, strict=True):
-        for head, v in zip(heads, values, strict=True):
-            pieces.append(head)
-            pieces.append(v)
-        pieces.append(item + "}")
-    body = ("," + item).join(_joined(pieces, len(keys) * 2 + 1))
+    close = item + "}"
+    body = ("," + item).join(
+        "".join(map(str.__add__, heads, values)) + close for values in zip(*columns, strict=True)
+    )
     return "[" + item + body + "\n" + _INDENT * level + "]"
-
-
-def _joined(pieces: list[str], per: int) -> list[str]:
-    """The pieces joined `per` at a time (a record each)."""
-    return ["".join(pieces[i : i + per]) for i in range(0, len(pieces), per)]
 
 
 def _column(values: list[Any]) -> list[str]:

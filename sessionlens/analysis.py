@@ -1438,6 +1438,29 @@ def _economics(
 _PAIR_WINDOW = 3
 
 
+def _last_wins(
+    key: npt.NDArray[np.int64], line: npt.NDArray[Any], vals: npt.NDArray[np.float64]
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[Any], npt.NDArray[np.float64]]:
+    """A metric's (source, line) keys, lines and values in key order, as a binary search
+    for the last key at or before another reads them: of a run of equal keys (several
+    values on one line) only the last is ever found, and it holds the run's largest value
+    (what sorting by value within the key would put last; NaN the largest, as numpy sorts).
+    One stable sort, and none when the keys are in order already with ties."""
+    import numpy as np
+
+    if not len(key):
+        return key, line, vals
+    if not bool((key[1:] >= key[:-1]).all()):
+        order = np.argsort(key, kind="stable")
+        key, line, vals = key[order], line[order], vals[order]
+    else:
+        vals = vals.copy()
+    ends = np.flatnonzero(np.append(key[1:] != key[:-1], True))
+    starts = np.append(0, ends[:-1] + 1)
+    vals[ends] = np.maximum.reduceat(vals, starts)
+    return key, line, vals
+
+
 def _estimate_cycle(
     name: str, values: Mapping[tuple[str, str], Sequence[group.Point]], bonus_offset: float
 ) -> float | None:
@@ -1462,8 +1485,7 @@ def _estimate_cycle(
     paired = []
     for o_key, o_line, o_vals in others:
         if not bool((o_key[1:] > o_key[:-1]).all()):  # (in order without ties: as they are)
-            order = np.lexsort((o_vals, o_key))  # by (source, line), then value: the last wins
-            o_key, o_line, o_vals = o_key[order], o_line[order], o_vals[order]
+            o_key, o_line, o_vals = _last_wins(o_key, o_line, o_vals)
         at = np.searchsorted(o_key, key, side="right") - 1
         seen = at >= 0
         at = np.maximum(at, 0)

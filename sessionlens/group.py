@@ -696,8 +696,11 @@ def _combined_pieces(
     # the sources in the order first met among the rows given, as `_Gathered.add` has them
     every = list(names)
     picked = src[pick]
-    seen, at_first = np.unique(picked, return_index=True)
-    by_first = seen[np.argsort(at_first)]
+    if len(every) == 1:  # one source (most keys): no sort of the key's rows
+        by_first = np.zeros(1 if len(picked) else 0, np.int32)
+    else:
+        seen, at_first = np.unique(picked, return_index=True)
+        by_first = seen[np.argsort(at_first)]
     gathered = _Gathered()
     gathered.names = [every[k] for k in by_first.tolist()]
     gathered.index = {name: k for k, name in enumerate(gathered.names)}

@@ -317,6 +317,8 @@ def test_cycle_estimate_pairs_as_the_row_by_row_rule(seed: int) -> None:
             source, line = spots[k] if unique else (rnd.choice("ab"), rnd.randrange(1, 40))
             rows.append(group.Point(value, source, line, None, None))
         rows.sort(key=lambda p: (p.source, p.line))
+        if seed % 4 == 1:  # out of (source, line) order (combined DP groups can be)
+            rnd.shuffle(rows)
         points[("c", metric)] = rows
     for bonus in (0.0, 1.0):
         want = _pair_by_line(points, bonus)
@@ -333,6 +335,39 @@ def test_cycle_estimate_pairs_as_the_row_by_row_rule(seed: int) -> None:
                 None,
             )
         assert _estimate_cycle("c", packed, bonus) == want
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_last_wins_reads_as_the_lexsort_by_key_then_value(seed: int) -> None:
+    """What a binary search for the last key at or before another finds in `_last_wins`'
+    arrays is what it found after `np.lexsort((vals, key))`: the same key and line, and the
+    same value bit for bit (NaN, ±0 and ties included), in order or not."""
+    import numpy as np
+
+    from sessionlens.analysis import _last_wins
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    key = rng.integers(0, n // 2 + 2, n).astype(np.int64)
+    if seed % 2:
+        key.sort()
+    line = key * 7 + 1
+    vals = rng.choice([0.0, 1.5, 2.0, np.nan, -3.0, rng.uniform()], n)
+    before = vals.copy()
+    k, ln, v = _last_wins(key, line, vals)
+    assert np.array_equal(vals, before, equal_nan=True)  # the caller's values untouched
+    order = np.lexsort((vals, key))
+    want_k, want_v = key[order], vals[order]
+    probe = rng.integers(-1, n // 2 + 3, 200)
+    at, want_at = (np.searchsorted(x, probe, side="right") - 1 for x in (k, want_k))
+    found = at >= 0
+    assert np.array_equal(found, want_at >= 0)
+    at, want_at = at[found], want_at[found]
+    assert np.array_equal(k[at], want_k[want_at])
+    assert np.array_equal(ln[at], want_k[want_at] * 7 + 1)
+    assert np.array_equal(v[at].view(np.int64), want_v[want_at].view(np.int64)) or np.array_equal(
+        v[at], want_v[want_at], equal_nan=True
+    )
 
 
 def test_outlier_models_are_the_validated_ones_and_copies_keep_their_own_fields() -> None:

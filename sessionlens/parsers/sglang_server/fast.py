@@ -913,12 +913,23 @@ class ChunkRun:
         ts_parts: list[pl.Series] = []
         ts_rows: list[npt.NDArray[np.int64]] = []
         for li, got in zip(layouts, found, strict=True):
-            idx = np.flatnonzero(lay_of == li)
             k = len(f.layouts[li].outputs)
-            out = (start[idx][:, None] + np.arange(k)).ravel()
-            value[out] = got.drop("ts").to_numpy().ravel()
-            metric[out] = np.tile(np.array(f.metric_ids[li], np.int64), len(idx))
-            owner[out] = np.repeat(idx, k)
+            ids = f.metric_ids[li]
+            if len(layouts) == 1:  # every row of one layout (a log's steady state): views
+                idx = np.arange(len(pos))
+                grid = (value.reshape(-1, k), metric.reshape(-1, k), owner.reshape(-1, k))
+                for j in range(k):
+                    grid[0][:, j] = got[f"v{j}"].to_numpy()
+                    grid[1][:, j] = ids[j]
+                    grid[2][:, j] = idx
+            else:  # a column at a time: each row's j-th sample at its start + j
+                idx = np.flatnonzero(lay_of == li)
+                at = start[idx]
+                for j in range(k):
+                    value[at] = got[f"v{j}"].to_numpy()
+                    metric[at] = ids[j]
+                    owner[at] = idx
+                    at += 1
             ts_parts.append(got["ts"])
             ts_rows.append(idx)
         if len(ts_parts) == 1:

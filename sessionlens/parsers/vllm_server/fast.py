@@ -17,10 +17,9 @@ import threading
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ... import _lines
-from ..._codes import present_codes
 from ..._lines import Chunk, Line
 from ...model import BATCH_COLUMNS, Record, Sample, SampleBatch, batch_columns
 from .._fields import VALUE_NUMBER, keyed_fields, lookup_field
@@ -127,6 +126,9 @@ class _Layout:
     # before it: they are not read (none is a value, a rank or an idle mark)
     lead: int = 0
     skip: int = 0
+    # `pattern` with a group around each number from the `skip`-th on: the line matched and
+    # its numbers read in one pass (`ChunkRun._try`)
+    capture: str = ""
 
 
 # ---------------------------------------------------------------------- learning
@@ -243,7 +245,11 @@ def _learn(text: str) -> _Layout | None:
         )
     # the numbers before the first one read need not be read
     skip = min(value_nums | {o.num for o in outputs} | set(layout.idle or ()))
-    layout = replace(layout, lead=nums[skip].start(), skip=skip)
+    capture = _pattern(text, nums, value_nums, skip)
+    whole = re.fullmatch(capture, text)
+    if whole is None or whole.groups() != tuple(n.group() for n in nums[skip:]):
+        return None
+    layout = replace(layout, lead=nums[skip].start(), skip=skip, capture=capture)
     # ... and the learned line itself reads as the layout reads it
     records, _ = _read_alone(text)
     values = [float(n.group()) for n in nums]
@@ -254,17 +260,21 @@ def _learn(text: str) -> _Layout | None:
     return layout
 
 
-def _pattern(text: str, nums: list[re.Match[str]], values: set[int]) -> str:
+def _pattern(
+    text: str, nums: list[re.Match[str]], values: set[int], groups_from: int | None = None
+) -> str:
     """The line as a regex: its text, each number that is no value a run of digits of its
-    width, each value a number with the decimals printed."""
+    width, each value a number with the decimals printed; each number from the
+    `groups_from`-th on a group of its own (they then match what `_NUM` finds there)."""
     out, pos = ["^"], 0
     for k, n in enumerate(nums):
         out.append(_rx(text[pos : n.start()]))
         whole, _, dec = n.group().partition(".")
         if k in values:
-            out.append(r"[0-9]{1,15}" + (rf"\.[0-9]{{{len(dec)}}}" if dec else ""))
+            num = r"[0-9]{1,15}" + (rf"\.[0-9]{{{len(dec)}}}" if dec else "")
         else:
-            out.append(f"[0-9]{{{len(whole)}}}" + (rf"\.[0-9]{{{len(dec)}}}" if dec else ""))
+            num = f"[0-9]{{{len(whole)}}}" + (rf"\.[0-9]{{{len(dec)}}}" if dec else "")
+        out.append(num if groups_from is None or k < groups_from else f"({num})")
         pos = n.end()
     return "".join(out) + _rx(text[pos:]) + "$"
 
@@ -405,6 +415,9 @@ class Fast:
         self.layouts: list[_Layout] = []
         self.index: dict[str, int] = {}
         self.hits: list[int] = []
+        # per layout: the rows it read in the chunk matched last (a restart's new version
+        # is tried first from its second chunk on, not after the old one on every line)
+        self.recent: list[int] = []
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
@@ -443,6 +456,7 @@ class Fast:
                 return None
             self.layouts.append(layout)
             self.hits.append(0)
+            self.recent.append(0)
             self.index[layout.pattern] = len(self.layouts) - 1  # published last
             return len(self.layouts) - 1
 
@@ -483,6 +497,9 @@ class ChunkRun:
         # (unread kinds) or fed
         cand = np.flatnonzero(word & ascii_)
         self.layout = np.full(n, -1, np.int64)
+        # per layout: the rows it read, their numbers from its `skip`-th (`_try`), their
+        # timestamps and ranks
+        self.read: dict[int, tuple[npt.NDArray[np.int64], Any, pl.Series, pl.Series]] = {}
         self.unread = np.full(n, -1, np.int8)  # the index of an unread line's kind
         self.fed = np.zeros(n, np.bool_)
         self.fed[~ascii_] = True
@@ -503,11 +520,20 @@ class ChunkRun:
         return self.chunk.first
 
     def _match(self, cand: npt.NDArray[np.int64]) -> None:
-        """Each candidate's layout: the known ones, the one that read most first, then those
-        learned from lines no layout reads (a first chunk, a restart, a new field)."""
+        """Each candidate's layout: the known ones, the one that read most in the chunk
+        matched last first (then most in all), then those learned from lines no layout
+        reads (a first chunk, a restart, a new field)."""
+        import numpy as np
+
+        self._match_each(cand)
+        got = np.bincount(self.layout[cand][self.layout[cand] >= 0], minlength=len(self.f.hits))
+        with self.f._lock:
+            self.f.recent[: len(got)] = got.tolist()
+
+    def _match_each(self, cand: npt.NDArray[np.int64]) -> None:
         f = self.f
         with f._lock:
-            known = sorted(range(len(f.layouts)), key=lambda li: -f.hits[li])
+            known = sorted(range(len(f.layouts)), key=lambda li: (-f.recent[li], -f.hits[li]))
         for li in known:
             if not self._try(cand, li):
                 return
@@ -527,12 +553,38 @@ class ChunkRun:
                 return
 
     def _try(self, cand: npt.NDArray[np.int64], li: int) -> bool:
-        """Match the candidates no layout read with layout `li`; False when none is left."""
+        """Match the candidates no layout read with layout `li`, and read the numbers of
+        those it matches (one regex pass: `_Layout.capture`); False when none is left."""
+        import polars as pl
+
         open_ = cand[self.layout[cand] < 0]
         if len(open_) == 0:
             return False
-        hit = self.t.gather(open_).str.contains(self.f.layouts[li].pattern).to_numpy()
-        self.layout[open_[hit]] = li
+        lay = self.f.layouts[li]
+        got = (
+            self.t.gather(open_)
+            .to_frame("t")
+            .select(
+                pl.col("t").str.extract_groups(lay.capture).struct.unnest(),
+                ts=pl.col("t").str.slice(lay.ts[0], lay.ts[1] - lay.ts[0])
+                if lay.ts is not None
+                else pl.lit(None, pl.String),
+                rank=pl.col("t").str.slice(lay.rank[0], lay.rank[1] - lay.rank[0])
+                if lay.rank is not None
+                else pl.lit(None, pl.String),
+            )
+        )
+        numbers = got.columns[: lay.nums - lay.skip]
+        hit = got[numbers[0]].is_not_null().to_numpy()
+        if hit.any():
+            got = got.filter(pl.Series(hit))
+            self.layout[open_[hit]] = li
+            self.read[li] = (
+                open_[hit],
+                got.select(pl.col(numbers).cast(pl.Float64)).to_numpy(),
+                got["ts"],
+                got["rank"],
+            )
         with self.f._lock:
             self.f.hits[li] += int(hit.sum())
         return True
@@ -547,25 +599,11 @@ class ChunkRun:
         self.values: dict[int, npt.NDArray[np.float64]] = {}
         self.ts: dict[int, pl.Series] = {}
         self.ranks: dict[int, pl.Series] = {}  # strings
-        read = np.flatnonzero(self.layout >= 0)
         self.kind = np.full(self.n, -1, np.int8)
-        for li in present_codes(self.layout[read]):
+        for li in sorted(self.read):  # (as `_try` read them: each layout's rows in order)
             lay = f.layouts[li]
-            rows = read[self.layout[read] == li]
-            cols: dict[str, pl.Expr] = {
-                "v": pl.col("t")
-                .str.slice(lay.lead)
-                .str.extract_all(_NUM.pattern)
-                .list.eval(pl.element().cast(pl.Float64))
-                .list.to_array(lay.nums - lay.skip)
-            }
-            if lay.ts is not None:
-                cols["ts"] = pl.col("t").str.slice(lay.ts[0], lay.ts[1] - lay.ts[0])
-            if lay.rank is not None:
-                cols["rank"] = pl.col("t").str.slice(lay.rank[0], lay.rank[1] - lay.rank[0])
-            got = self.t.gather(rows).to_frame("t").select(**cols)
+            rows, values, ts, rank = self.read[li]
             self.rows[li] = rows
-            values = got["v"].to_numpy()
             if lay.skip:  # numbered as in the whole line (the numbers not read are 0)
                 whole = np.zeros((len(rows), lay.nums), np.float64)
                 whole[:, lay.skip :] = values
@@ -573,9 +611,10 @@ class ChunkRun:
             self.values[li] = values
             self.kind[rows] = lay.kind
             if lay.ts is not None:
-                self.ts[li] = got["ts"]
+                self.ts[li] = ts
             if lay.rank is not None:
-                self.ranks[li] = got["rank"]
+                self.ranks[li] = rank
+        del self.read
         # each engine line's rank (an index into `rank_names`) and whether it is idle, in
         # line order
         self.rank_names: list[str | None] = [None]

@@ -373,3 +373,46 @@ def test_a_layout_reads_from_its_first_value(line: str, first: str) -> None:
     assert nums[layout.skip] == first
     assert layout.skip >= 6  # pid, month, day, hours, minutes, seconds at least
     assert min(o.num for o in layout.outputs) == layout.skip
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_layouts_groups_are_the_numbers_from_its_first_value(seed: int) -> None:
+    """`_Layout.capture` matches what `pattern` matches, and its groups are the numbers
+    `_NUM` finds from `lead` on: values of other widths (1 to 15 digits), the same
+    decimals; a value of 16 digits, other decimals or a wider pid match neither."""
+    import polars as pl
+
+    rnd = random.Random(seed)
+    line = (
+        "(APIServer pid=1) INFO 12-05 09:14:02 [loggers.py:236] Engine 001: Avg prompt "
+        "throughput: {a}.{b} tokens/s, Avg generation throughput: {c}.4 tokens/s, Running: "
+        "{d} reqs, Waiting: 0 reqs, GPU KV cache usage: {e}.4%, Prefix cache hit rate: 2.0%"
+    )
+    layout = F._learn(line.format(a=5120, b=0, c=1875, d=96, e=91))
+    assert layout is not None and layout.capture
+
+    def width(k: int) -> str:
+        return str(rnd.randrange(1, 10)) + "".join(str(rnd.randrange(10)) for _ in range(k - 1))
+
+    fits = [
+        line.format(
+            a=width(rnd.randrange(1, 16)),
+            b=rnd.randrange(10),
+            c=width(15),
+            d=width(1),
+            e=width(rnd.randrange(1, 4)),
+        )
+        for _ in range(30)
+    ]
+    misfits = [
+        line.format(a=width(16), b=1, c=1, d=1, e=1),
+        line.format(a=1, b="25", c=1, d=1, e=1),
+        line.format(a=1, b=2, c=1, d="1.5", e=1),
+        line.format(a=1, b=2, c=1, d=1, e=1).replace("pid=1)", "pid=12)"),
+    ]
+    text = pl.Series(fits + misfits)
+    got = text.str.extract_groups(layout.capture).struct.unnest()
+    assert text.str.contains(layout.pattern).to_list() == [True] * 30 + [False] * 4
+    assert got[got.columns[0]].is_not_null().to_list() == [True] * 30 + [False] * 4
+    for k, one in enumerate(fits):
+        assert list(got.row(k)) == F._NUM.findall(one[layout.lead :])

@@ -389,7 +389,8 @@ def test_a_layouts_groups_are_the_numbers_from_its_first_value(seed: int) -> Non
         "{d} reqs, Waiting: 0 reqs, GPU KV cache usage: {e}.4%, Prefix cache hit rate: 2.0%"
     )
     layout = F._learn(line.format(a=5120, b=0, c=1875, d=96, e=91))
-    assert layout is not None and layout.capture
+    assert layout is not None
+    assert layout.capture
 
     def width(k: int) -> str:
         return str(rnd.randrange(1, 10)) + "".join(str(rnd.randrange(10)) for _ in range(k - 1))

@@ -417,3 +417,50 @@ def test_a_layouts_groups_are_the_numbers_from_its_first_value(seed: int) -> Non
     assert got[got.columns[0]].is_not_null().to_list() == [True] * 30 + [False] * 4
     for k, one in enumerate(fits):
         assert list(got.row(k)) == F._NUM.findall(one[layout.lead :])
+
+
+@pytest.mark.parametrize("positions", [3, 10, 12])
+def test_layouts_of_many_numbers_are_matched_then_read(
+    positions: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A spec line of many per-position rates has more numbers than a capture pattern reads
+    cheaply (`_CAPTURE_MAX`): its layout has none, its lines are matched and then their
+    numbers found, and the log reads as line by line either way."""
+    rnd = random.Random(positions)
+    out = []
+    for k in range(300):
+        ts = f"11-14 09:{k // 60:02d}:{k % 60:02d}"
+        out.append(
+            f"(APIServer pid=1) INFO {ts} [loggers.py:236] Engine 000: Avg prompt throughput: "
+            f"{rnd.uniform(0, 9000):.1f} tokens/s, Avg generation throughput: "
+            f"{rnd.uniform(1, 3000):.1f} tokens/s, Running: {rnd.randrange(1, 64)} reqs, "
+            f"Waiting: 0 reqs, GPU KV cache usage: {rnd.uniform(0, 99):.1f}%, Prefix cache hit "
+            f"rate: {rnd.uniform(0, 60):.1f}%"
+        )
+        rates = ", ".join(f"{rnd.uniform(0.2, 0.95):.3f}" for _ in range(positions))
+        out.append(
+            f"(APIServer pid=1) INFO {ts} [metrics.py:96] SpecDecoding metrics: Mean acceptance "
+            f"length: {rnd.uniform(1, 4):.2f}, Accepted throughput: {rnd.uniform(1, 500):.2f} "
+            f"tokens/s, Drafted throughput: {rnd.uniform(1, 900):.2f} tokens/s, Accepted: "
+            f"{rnd.randrange(1, 9999)} tokens, Drafted: {rnd.randrange(1, 9999)} tokens, "
+            f"Per-position acceptance rate: {rates}, Avg Draft acceptance rate: "
+            f"{rnd.uniform(0, 100):.1f}%"
+        )
+    path = tmp_path / "spec.log"
+    path.write_text("\n".join(out) + "\n")
+    spec = F._learn(out[1])
+    assert spec is not None
+    assert (spec.nums - spec.skip > F._CAPTURE_MAX) == (positions > 10)
+    assert bool(spec.capture) == (positions <= 10)
+    found: list[int] = []  # rows whose numbers were found after the match
+    real = F.ChunkRun._numbers
+
+    def counting(self: Any, lay: Any, rows: Any) -> Any:
+        found.append(len(rows))
+        return real(self, lay, rows)
+
+    monkeypatch.setattr(F.ChunkRun, "_numbers", counting)
+    for chunk in (700, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+    assert Bulk.rows > 0
+    assert (sum(found) > 0) == (positions > 10)

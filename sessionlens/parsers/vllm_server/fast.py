@@ -74,6 +74,11 @@ AHEAD = 2  # chunks prepared at once on worker threads while the main thread wal
 _MAX_LAYOUTS = 64
 _LEARN_PER_CHUNK = 8
 _NUM = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # every number a layout's line holds, in order
+# A layout's numbers read with its match (`_Layout.capture`) up to this many; beyond, the
+# regex engine leaves its one-pass automaton and capturing costs more than matching and
+# then finding the numbers (100,000 spec lines, `POLARS_MAX_THREADS=1`: 16 groups 254 ms
+# against 312; 17 groups 432 against 338)
+_CAPTURE_MAX = 16
 _RX_META = frozenset("\\.+*?()|[]{}^$#&-~")
 _ENGINE, _SPEC, _MFU = 0, 1, 2
 _KINDS = ("engine", "spec", "mfu")
@@ -127,7 +132,7 @@ class _Layout:
     lead: int = 0
     skip: int = 0
     # `pattern` with a group around each number from the `skip`-th on: the line matched and
-    # its numbers read in one pass (`ChunkRun._try`)
+    # its numbers read in one pass (`ChunkRun._try`); "" beyond `_CAPTURE_MAX` groups
     capture: str = ""
 
 
@@ -245,10 +250,12 @@ def _learn(text: str) -> _Layout | None:
         )
     # the numbers before the first one read need not be read
     skip = min(value_nums | {o.num for o in outputs} | set(layout.idle or ()))
-    capture = _pattern(text, nums, value_nums, skip)
-    whole = re.fullmatch(capture, text)
-    if whole is None or whole.groups() != tuple(n.group() for n in nums[skip:]):
-        return None
+    capture = ""
+    if len(nums) - skip <= _CAPTURE_MAX:
+        capture = _pattern(text, nums, value_nums, skip)
+        whole = re.fullmatch(capture, text)
+        if whole is None or whole.groups() != tuple(n.group() for n in nums[skip:]):
+            return None
     layout = replace(layout, lead=nums[skip].start(), skip=skip, capture=capture)
     # ... and the learned line itself reads as the layout reads it
     records, _ = _read_alone(text)
@@ -499,7 +506,9 @@ class ChunkRun:
         self.layout = np.full(n, -1, np.int64)
         # per layout: the rows it read, their numbers from its `skip`-th (`_try`), their
         # timestamps and ranks
-        self.read: dict[int, tuple[npt.NDArray[np.int64], Any, pl.Series, pl.Series]] = {}
+        self.read: dict[
+            int, tuple[npt.NDArray[np.int64], Any, pl.Series | None, pl.Series | None]
+        ] = {}
         self.unread = np.full(n, -1, np.int8)  # the index of an unread line's kind
         self.fed = np.zeros(n, np.bool_)
         self.fed[~ascii_] = True
@@ -561,6 +570,14 @@ class ChunkRun:
         if len(open_) == 0:
             return False
         lay = self.f.layouts[li]
+        if not lay.capture:  # matched here, read in `_read`
+            hit = self.t.gather(open_).str.contains(lay.pattern).to_numpy()
+            self.layout[open_[hit]] = li
+            if hit.any():
+                self.read[li] = (open_[hit], None, None, None)
+            with self.f._lock:
+                self.f.hits[li] += int(hit.sum())
+            return True
         got = (
             self.t.gather(open_)
             .to_frame("t")
@@ -582,12 +599,37 @@ class ChunkRun:
             self.read[li] = (
                 open_[hit],
                 got.select(pl.col(numbers).cast(pl.Float64)).to_numpy(),
-                got["ts"],
-                got["rank"],
+                got["ts"] if lay.ts is not None else None,
+                got["rank"] if lay.rank is not None else None,
             )
         with self.f._lock:
             self.f.hits[li] += int(hit.sum())
         return True
+
+    def _numbers(
+        self, lay: _Layout, rows: npt.NDArray[np.int64]
+    ) -> tuple[npt.NDArray[np.float64], pl.Series | None, pl.Series | None]:
+        """The numbers of the layout's lines from its first value, their timestamps and
+        ranks (for a layout of more numbers than a capture pattern reads cheaply)."""
+        import polars as pl
+
+        cols: dict[str, pl.Expr] = {
+            "v": pl.col("t")
+            .str.slice(lay.lead)
+            .str.extract_all(_NUM.pattern)
+            .list.eval(pl.element().cast(pl.Float64))
+            .list.to_array(lay.nums - lay.skip)
+        }
+        if lay.ts is not None:
+            cols["ts"] = pl.col("t").str.slice(lay.ts[0], lay.ts[1] - lay.ts[0])
+        if lay.rank is not None:
+            cols["rank"] = pl.col("t").str.slice(lay.rank[0], lay.rank[1] - lay.rank[0])
+        got = self.t.gather(rows).to_frame("t").select(**cols)
+        return (
+            got["v"].to_numpy(),
+            got["ts"] if lay.ts is not None else None,
+            got["rank"] if lay.rank is not None else None,
+        )
 
     def _read(self) -> None:
         """Every number of the lines a layout read, and their timestamps and own ranks."""
@@ -603,6 +645,8 @@ class ChunkRun:
         for li in sorted(self.read):  # (as `_try` read them: each layout's rows in order)
             lay = f.layouts[li]
             rows, values, ts, rank = self.read[li]
+            if values is None:  # a layout without a capture pattern: its numbers found
+                values, ts, rank = self._numbers(lay, rows)
             self.rows[li] = rows
             if lay.skip:  # numbered as in the whole line (the numbers not read are 0)
                 whole = np.zeros((len(rows), lay.nums), np.float64)
@@ -610,9 +654,9 @@ class ChunkRun:
                 values = whole
             self.values[li] = values
             self.kind[rows] = lay.kind
-            if lay.ts is not None:
+            if ts is not None:  # (a layout's lines have a timestamp and a rank where it has)
                 self.ts[li] = ts
-            if lay.rank is not None:
+            if rank is not None:
                 self.ranks[li] = rank
         del self.read
         # each engine line's rank (an index into `rank_names`) and whether it is idle, in

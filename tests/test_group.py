@@ -259,3 +259,49 @@ def test_kahan_sums_are_kahans_rule_in_order(seed: int) -> None:
         return [struct.pack("<d", x) for x in xs]
 
     assert bits(got.tolist()) == bits(want)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_kahan_sums_of_small_integers_are_the_plain_sums(seed: int) -> None:
+    """Counts and flags (integers whose group sums stay below 2**53) take a plain sum: bit
+    for bit Kahan's rule from 0.0 (an all -0.0 group is 0.0); near 2**53, or where the
+    groups do not tile the members, Kahan's loop runs as before."""
+    import random
+    import struct
+
+    import numpy as np
+
+    from sessionlens import group
+
+    rng = random.Random(seed)
+    n_groups = rng.randint(1, 60)
+    sizes = [rng.randint(1, 6) for _ in range(n_groups)]
+    pool = [-0.0, 0.0, 1.0, -7.0, 64.0, 2.0**40, -(2.0**40)]
+    if seed % 4 == 3:
+        pool.append(2.0**51)  # times a group of 4 or more: 2**53, not exact
+    values = [rng.choice(pool) for _ in range(sum(sizes))]
+    if seed % 5 == 0:
+        values = [-0.0] * len(values)
+    members = np.array(rng.sample(range(len(values)), len(values)), np.int64)
+    first = np.cumsum([0, *sizes[:-1]]).astype(np.int64)
+    size = np.array(sizes, np.int64)
+    value = np.array(values)
+    plain = group._exact_integers(value, members, first, size)
+    assert plain == (max(abs(v) for v in values) * max(sizes) < 2.0**53)
+    sel = np.arange(0, n_groups, 2)
+    assert (
+        not group._exact_integers(value, members, first[sel], size[sel])
+        or len(sel) == 1 == n_groups
+    )
+    for f, s in ((first, size), (first[sel], size[sel])):
+        got = group.kahan_sums(value, members, f, s)
+        want = []
+        for g in range(len(f)):
+            total = comp = 0.0
+            for j in range(int(s[g])):
+                y = values[members[f[g] + j]] - comp
+                t = total + y
+                comp = (t - total) - y
+                total = t
+            want.append(total)
+        assert [struct.pack("<d", x) for x in got.tolist()] == [struct.pack("<d", x) for x in want]

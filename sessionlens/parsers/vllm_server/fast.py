@@ -413,6 +413,19 @@ def _idle_numbers(
 # ---------------------------------------------------------------------- chunks
 
 
+def _tags(lay: _Layout) -> dict[str, pl.Expr]:
+    """Where the layout has them, a line's timestamp (`ts`) and own rank (`rank`) as
+    expressions over its text `t`."""
+    import polars as pl
+
+    out: dict[str, pl.Expr] = {}
+    if lay.ts is not None:
+        out["ts"] = pl.col("t").str.slice(lay.ts[0], lay.ts[1] - lay.ts[0])
+    if lay.rank is not None:
+        out["rank"] = pl.col("t").str.slice(lay.rank[0], lay.rank[1] - lay.rank[0])
+    return out
+
+
 class Fast:
     """Chunk-at-a-time reading of a vLLM log (see the module's notes)."""
 
@@ -563,45 +576,35 @@ class ChunkRun:
 
     def _try(self, cand: npt.NDArray[np.int64], li: int) -> bool:
         """Match the candidates no layout read with layout `li`, and read the numbers of
-        those it matches (one regex pass: `_Layout.capture`); False when none is left."""
+        those it matches in the same regex pass where it has a capture pattern
+        (`_Layout.capture`; else `_read` finds them); False when none is left."""
         import polars as pl
 
         open_ = cand[self.layout[cand] < 0]
         if len(open_) == 0:
             return False
         lay = self.f.layouts[li]
-        if not lay.capture:  # matched here, read in `_read`
-            hit = self.t.gather(open_).str.contains(lay.pattern).to_numpy()
-            self.layout[open_[hit]] = li
+        text = self.t.gather(open_)
+        if not lay.capture:
+            hit = text.str.contains(lay.pattern).to_numpy()
             if hit.any():
                 self.read[li] = (open_[hit], None, None, None)
-            with self.f._lock:
-                self.f.hits[li] += int(hit.sum())
-            return True
-        got = (
-            self.t.gather(open_)
-            .to_frame("t")
-            .select(
-                pl.col("t").str.extract_groups(lay.capture).struct.unnest(),
-                ts=pl.col("t").str.slice(lay.ts[0], lay.ts[1] - lay.ts[0])
-                if lay.ts is not None
-                else pl.lit(None, pl.String),
-                rank=pl.col("t").str.slice(lay.rank[0], lay.rank[1] - lay.rank[0])
-                if lay.rank is not None
-                else pl.lit(None, pl.String),
+        else:
+            got = text.to_frame("t").select(
+                pl.col("t").str.extract_groups(lay.capture).struct.unnest(), "t"
             )
-        )
-        numbers = got.columns[: lay.nums - lay.skip]
-        hit = got[numbers[0]].is_not_null().to_numpy()
-        if hit.any():
-            got = got.filter(pl.Series(hit))
-            self.layout[open_[hit]] = li
-            self.read[li] = (
-                open_[hit],
-                got.select(pl.col(numbers).cast(pl.Float64)).to_numpy(),
-                got["ts"] if lay.ts is not None else None,
-                got["rank"] if lay.rank is not None else None,
-            )
+            numbers = got.columns[: lay.nums - lay.skip]
+            hit = got[numbers[0]].is_not_null().to_numpy()
+            if hit.any():
+                # the timestamps and ranks of the lines matched only
+                got = got.filter(pl.Series(hit)).with_columns(**_tags(lay))
+                self.read[li] = (
+                    open_[hit],
+                    got.select(pl.col(numbers).cast(pl.Float64)).to_numpy(),
+                    got["ts"] if lay.ts is not None else None,
+                    got["rank"] if lay.rank is not None else None,
+                )
+        self.layout[open_[hit]] = li
         with self.f._lock:
             self.f.hits[li] += int(hit.sum())
         return True
@@ -613,18 +616,19 @@ class ChunkRun:
         ranks (for a layout of more numbers than a capture pattern reads cheaply)."""
         import polars as pl
 
-        cols: dict[str, pl.Expr] = {
-            "v": pl.col("t")
-            .str.slice(lay.lead)
-            .str.extract_all(_NUM.pattern)
-            .list.eval(pl.element().cast(pl.Float64))
-            .list.to_array(lay.nums - lay.skip)
-        }
-        if lay.ts is not None:
-            cols["ts"] = pl.col("t").str.slice(lay.ts[0], lay.ts[1] - lay.ts[0])
-        if lay.rank is not None:
-            cols["rank"] = pl.col("t").str.slice(lay.rank[0], lay.rank[1] - lay.rank[0])
-        got = self.t.gather(rows).to_frame("t").select(**cols)
+        got = (
+            self.t.gather(rows)
+            .to_frame("t")
+            .select(
+                pl.col("t")
+                .str.slice(lay.lead)
+                .str.extract_all(_NUM.pattern)
+                .list.eval(pl.element().cast(pl.Float64))
+                .list.to_array(lay.nums - lay.skip)
+                .alias("v"),
+                **_tags(lay),
+            )
+        )
         return (
             got["v"].to_numpy(),
             got["ts"] if lay.ts is not None else None,

@@ -8,6 +8,7 @@ It must not run statistical tests.
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
@@ -1094,10 +1095,12 @@ def _exact_integers(
     top = float(max(value.max(), -value.min()))  # (no array of |value|)
     if not top * float(size.max()) < 2.0**53:  # (NaN: not exact)
         return False
-    step = 1 << 20  # a block at a time: no array as long as the values
+    # a block at a time (no array as long as the values), the first a small one: decimals
+    # (most metrics, and every slice of a fold of them) are told at once
+    bounds = [0, *range(min(len(value), 1 << 12), len(value), 1 << 20), len(value)]
     return all(
         np.array_equal(block, np.trunc(block))
-        for block in (value[at : at + step] for at in range(0, len(value), step))
+        for block in (value[a:b] for a, b in itertools.pairwise(bounds))
     )
 
 

@@ -19,6 +19,7 @@ deterministic for a seed.
 | `sglang-040` | 0.4.0 TP1: short lines, `cache hit rate: N%` in Prefill lines (-> 0.4.4) |
 | `vllm-v1` | vLLM 0.12 V1, DP2: engine and SpecDecoding lines every second, access lines (-> 0.13 with `Preemptions` and a field moved) |
 | `vllm-mfu` | vLLM 0.33, DP2: engine, SpecDecoding, MFU and iteration-detail lines (-> a docker prefix and `/GPU` units) |
+| `prometheus` | vLLM 0.11 `/metrics` of two DP engines scraped every 5 s into one file (`# scrape <time>` lines; gauges, counters, per-position and per-reason counters, three histograms) (-> a restart: counters from zero, three engines) |
 
     python3 benchmarks/gen_shapes.py --shape sglang-phase --size 256M --out /tmp/phase.log
 """
@@ -450,6 +451,206 @@ def vllm_mfu(o: Out, size: int, restart_at: float) -> None:
             _vllm_interval(o, lead, engine, fields, unit, True)
 
 
+# ---------------------------------------------------------------------- /metrics scrapes
+
+_MODEL = 'model_name="Qwen/Qwen3-30B-A3B"'
+_TTFT_LE = (
+    "0.001",
+    "0.005",
+    "0.01",
+    "0.02",
+    "0.04",
+    "0.06",
+    "0.08",
+    "0.1",
+    "0.25",
+    "0.5",
+    "0.75",
+    "1.0",
+    "2.5",
+    "5.0",
+    "7.5",
+    "10.0",
+    "20.0",
+    "40.0",
+    "80.0",
+    "160.0",
+    "640.0",
+    "2560.0",
+    "+Inf",
+)
+_ITL_LE = (
+    "0.01",
+    "0.025",
+    "0.05",
+    "0.075",
+    "0.1",
+    "0.15",
+    "0.2",
+    "0.3",
+    "0.4",
+    "0.5",
+    "0.75",
+    "1.0",
+    "2.5",
+    "5.0",
+    "7.5",
+    "10.0",
+    "20.0",
+    "40.0",
+    "80.0",
+    "+Inf",
+)
+_E2E_LE = (
+    "0.3",
+    "0.5",
+    "0.8",
+    "1.0",
+    "1.5",
+    "2.0",
+    "2.5",
+    "5.0",
+    "10.0",
+    "15.0",
+    "20.0",
+    "30.0",
+    "40.0",
+    "50.0",
+    "60.0",
+    "120.0",
+    "240.0",
+    "480.0",
+    "960.0",
+    "1920.0",
+    "7680.0",
+    "+Inf",
+)
+_GAUGE_HELP = (
+    ("vllm:num_requests_running", "Number of requests in model execution batches.", 64),
+    ("vllm:num_requests_waiting", "Number of requests waiting to be processed.", 3),
+)
+_COUNTER_HELP = (
+    ("vllm:prompt_tokens_total", "Number of prefill tokens processed.", 9000),
+    ("vllm:generation_tokens_total", "Number of generation tokens processed.", 4000),
+    ("vllm:num_preemptions_total", "Cumulative number of preemption from the engine.", 1),
+    (
+        "vllm:prefix_cache_queries_total",
+        "Prefix cache queries, in terms of number of queried tokens.",
+        9000,
+    ),
+    (
+        "vllm:prefix_cache_hits_total",
+        "Prefix cache hits, in terms of number of cached tokens.",
+        3000,
+    ),
+    ("vllm:spec_decode_num_drafts_total", "Number of spec decoding drafts.", 400),
+    ("vllm:spec_decode_num_draft_tokens_total", "Number of draft tokens.", 1200),
+    ("vllm:spec_decode_num_accepted_tokens_total", "Number of accepted tokens.", 800),
+)
+_HISTOGRAM_HELP = (
+    (
+        "vllm:time_to_first_token_seconds",
+        "Histogram of time to first token in seconds.",
+        _TTFT_LE,
+        0.2,
+    ),
+    (
+        "vllm:inter_token_latency_seconds",
+        "Histogram of inter-token latency in seconds.",
+        _ITL_LE,
+        0.03,
+    ),
+    (
+        "vllm:e2e_request_latency_seconds",
+        "Histogram of e2e request latency in seconds.",
+        _E2E_LE,
+        8.0,
+    ),
+)
+
+
+def _scrape(o: Out, c: dict[str, float], started: float, engines: int) -> None:
+    """One vLLM 0.11 `/metrics` scrape of `engines` DP engines (the counters in `c` advance)."""
+    rng = o.rng
+    o.line(f"# scrape {o.t.strftime('%Y-%m-%dT%H:%M:%S')}+00:00")
+    o.line(
+        "# HELP process_start_time_seconds Start time of the process since unix epoch in seconds."
+    )
+    o.line("# TYPE process_start_time_seconds gauge")
+    o.line(f"process_start_time_seconds {started!r}")
+    for name, help_, top in _GAUGE_HELP:
+        o.line(f"# HELP {name} {help_}")
+        o.line(f"# TYPE {name} gauge")
+        for e in range(engines):
+            o.line(f'{name}{{engine="{e}",{_MODEL}}} {float(rng.randint(0, top))!r}')
+    o.line("# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.")
+    o.line("# TYPE vllm:kv_cache_usage_perc gauge")
+    for e in range(engines):
+        o.line(f'vllm:kv_cache_usage_perc{{engine="{e}",{_MODEL}}} {round(rng.random(), 4)!r}')
+    for name, help_, step in _COUNTER_HELP:
+        o.line(f"# HELP {name} {help_}")
+        o.line(f"# TYPE {name} counter")
+        for e in range(engines):
+            key = f"{name}{e}"
+            c[key] = c.get(key, 0.0) + float(rng.randint(0, step))
+            o.line(f'{name}{{engine="{e}",{_MODEL}}} {c[key]!r}')
+    name = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+    o.line(f"# HELP {name} Accepted tokens per draft position.")
+    o.line(f"# TYPE {name} counter")
+    for e in range(engines):
+        for pos in range(3):
+            key = f"{name}{e}{pos}"
+            c[key] = c.get(key, 0.0) + float(rng.randint(0, 300 - pos * 80))
+            o.line(f'{name}{{engine="{e}",{_MODEL},position="{pos}"}} {c[key]!r}')
+    name = "vllm:request_success_total"
+    o.line(f"# HELP {name} Count of successfully processed requests.")
+    o.line(f"# TYPE {name} counter")
+    for e in range(engines):
+        for reason in ("abort", "length", "stop"):
+            key = f"{name}{e}{reason}"
+            c[key] = c.get(key, 0.0) + float(rng.randint(0, 1 if reason == "abort" else 20))
+            o.line(f'{name}{{engine="{e}",finished_reason="{reason}",{_MODEL}}} {c[key]!r}')
+    for name, help_, les, scale in _HISTOGRAM_HELP:
+        o.line(f"# HELP {name} {help_}")
+        o.line(f"# TYPE {name} histogram")
+        for e in range(engines):
+            n = rng.randint(0, 40)
+            key = f"{name}{e}"
+            c[key + "count"] = c.get(key + "count", 0.0) + n
+            c[key + "sum"] = c.get(key + "sum", 0.0) + n * rng.uniform(0.5, 1.5) * scale
+            for k, le in enumerate(les):  # cumulative: each bucket holds those below it
+                below = n if le == "+Inf" else min(n, round(n * (k + 1) / len(les) * 1.3))
+                c[key + le] = c.get(key + le, 0.0) + below
+                o.line(f'{name}_bucket{{engine="{e}",le="{le}",{_MODEL}}} {c[key + le]!r}')
+            o.line(f'{name}_count{{engine="{e}",{_MODEL}}} {c[key + "count"]!r}')
+            o.line(f'{name}_sum{{engine="{e}",{_MODEL}}} {c[key + "sum"]!r}')
+    o.line("# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig")
+    o.line("# TYPE vllm:cache_config_info gauge")
+    for e in range(engines):
+        o.line(
+            f'vllm:cache_config_info{{block_size="16",cache_dtype="auto",engine="{e}",num_gpu_blocks="28672"}} 1.0'
+        )
+
+
+def prometheus(o: Out, size: int, restart_at: float) -> None:
+    """vLLM 0.11 `/metrics` of two DP engines scraped every 5 s into one file, each scrape
+    after a `# scrape <time>` line, histograms of 20-odd buckets (-> a restart: counters
+    from zero again, three engines)."""
+    counters: dict[str, float] = {}
+    started = o.t.timestamp()
+    engines = 2
+    new = False
+    while o.size < size:
+        if not new and o.size >= size * restart_at:
+            new = True
+            o.t += timedelta(minutes=3)
+            counters.clear()
+            started = o.t.timestamp()
+            engines = 3
+        o.tick(4990, 5010)
+        _scrape(o, counters, started, engines)
+
+
 # ---------------------------------------------------------------------- the registry
 
 
@@ -464,6 +665,7 @@ SHAPES: dict[str, tuple[str, Writer | None]] = {
     "sglang-040": ("SGLang 0.4.0 TP1", sglang_040),
     "vllm-v1": ("vLLM 0.12 V1 engine + spec lines at 1 s", vllm_v1),
     "vllm-mfu": ("vLLM 0.33 engine, spec, MFU, iteration lines", vllm_mfu),
+    "prometheus": ("vLLM 0.11 /metrics scrapes every 5 s, DP2 (-> a restart, DP3)", prometheus),
 }
 _START = datetime(2025, 11, 14, 9, 0, 0)
 
@@ -482,6 +684,8 @@ def generate(shape: str, out: Path, size: int, seed: int = 1, restart_at: float 
         last = "[2025-11-14 23:59:59 TP0] Decode batch, #running-req: 12, #token: 14000, token usage: 0.0"
         if shape.startswith("vllm"):
             last = "(APIServer pid=1) INFO 11-14 23:59:59 [loggers.py:236] Engine 000: Avg prompt throughput: 12"
+        elif shape == "prometheus":
+            last = 'vllm:num_requests_running{engine="0",model_name="Qwen/Qwen3-30B-A3B"} 1'
         fh.write(last)
     return o.lines + 1
 

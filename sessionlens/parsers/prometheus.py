@@ -10,17 +10,23 @@ across sources (one scrape per file gives gauges, and its counters only a baseli
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
-from .._lines import Line, SourceText
+from .._lines import Chunk, Line, SourceText
 from ..model import Record, Sample, Setting, SummaryItem
 from ._fields import epoch_seconds, is_count, read_number, shown, value_problem
 from .base import ParseContext, read_lines
 
 format_id = "prometheus"
 priority = 20
+
+FAST = True  # tests switch it off to compare with the line-by-line path
+FAST_MIN_BYTES = 512 << 10  # smaller chunks are read line by line (polars is not imported)
+FAST_CHUNK = 8 << 20
 
 Labels = tuple[tuple[str, str], ...]
 Key = tuple[str, Labels]  # a series: metric name and its labels, sorted
@@ -29,6 +35,16 @@ _SAMPLE = re.compile(
     r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>(?:[^}\"]|\"(?:[^\"\\]|\\.)*\")*)\})?"
     r"[ \t]+(?P<value>\S+)(?:[ \t]+(?P<ts>\S+))?[ \t]*$"
 )
+# A series line every reader reads alike, in polars' (Rust) regex syntax: `_SAMPLE`'s name and
+# labels, one space, a plain number of ASCII digits (`read_number` reads it as `float` does:
+# no special word, no cut, no `\\d` beyond ASCII), no timestamp, nothing around it. Lines of
+# it are read in bulk (`_bulk`); any other line goes through `Reader.feed`.
+_PLAIN_RX = (
+    r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{((?:[^}"]|"(?:[^"\\]|\\.)*")*)\})? '
+    r"([-+]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)$"
+)
+_HELP = "# HELP "  # a comment line `feed` reads nothing from (no scrape, TYPE or EOF)
+_CACHED = 1 << 16  # label texts, keys and names remembered per reader, at most
 _LABEL = re.compile(r'\s*(?P<k>[A-Za-z_]\w*)\s*=\s*"(?P<v>(?:[^"\\]|\\.)*)"\s*,?')
 _SCRAPE = re.compile(r"^#+[ \t]*scrape\b[ \t]*[:=@]?[ \t]*(?P<ts>\S.*?)?[ \t]*$", re.I)
 _TYPE = re.compile(r"^#[ \t]*TYPE[ \t]+(?P<name>\S+)[ \t]+(?P<type>\w+)")
@@ -95,11 +111,13 @@ _HISTOGRAMS: dict[str, str] = {
 _START_TIMES = ("process_start_time_seconds",)
 
 
+@functools.lru_cache(maxsize=4096)
 def _family(name: str) -> str:
     """A series' family: its name without a counter's or histogram's own suffix."""
     return re.sub(r"_(?:total|created|bucket|sum|count)$", "", name)
 
 
+@functools.lru_cache(maxsize=4096)
 def _read(name: str) -> bool:
     """Whether a series feeds a metric (or a restart check) here."""
     if name in _GAUGES or name in _COUNTERS or name in _RATIO_COUNTERS or name in _START_TIMES:
@@ -154,6 +172,22 @@ def _rank(labels: Labels) -> str | None:
     return " ".join(parts) or None
 
 
+class _KeyFacts(NamedTuple):
+    """Of one series: its TP group and rank (`_one_per_group`; None without a `tp_rank`),
+    the sum it joins between scrapes (`_intervals`: name, rank column, extra label),
+    whether it is differenced there (a counter or histogram series), and how `_reset`
+    reads a change of it: "down" (a counter), "changed" (a `_created` time, the process
+    start time) or "" (neither)."""
+
+    tp_group: tuple[Key, int] | None
+    delta_key: tuple[str, str | None, str | None]
+    moves: bool
+    restart: str
+
+
+_UNSEEN = object()
+
+
 class Reader:
     """Line-level reader of one source's scrapes; a scrape is read once the next begins."""
 
@@ -167,6 +201,11 @@ class Reader:
         self._types: dict[str, str] = {}
         self._bonus_said = False
         self._unread: dict[str, int] = {}  # a family no metric reads -> its first line
+        # What the reader works out of a series' text again and again, kept (pure functions
+        # of their keys; `_kinds` is dropped whenever a `# TYPE` line changes `_types`)
+        self._label_texts: dict[str | None, Labels | None] = {}
+        self._kinds: dict[str, str] = {}
+        self._keys: dict[Key, _KeyFacts] = {}
 
     def feed(self, ln: Line) -> Iterator[Record]:
         text = ln.text.strip()
@@ -183,7 +222,11 @@ class Reader:
             else:
                 t = _TYPE.match(text)
                 if t is not None:
-                    self._types[t["name"]] = t["type"].lower()
+                    kind = t["type"].lower()
+                    if self._types.get(t["name"]) != kind:
+                        self._types[t["name"]] = kind
+                        self._kinds.clear()  # and what was worked out from them
+                        self._keys.clear()
             return
         m = _SAMPLE.match(text)
         if m is None:
@@ -194,7 +237,7 @@ class Reader:
         if not name.startswith(_PREFIXES) and name not in _START_TIMES:
             self.ctx.count("other-series")
             return
-        labels = _labels(m["labels"])
+        labels = self._labels(m["labels"])
         at_end = m["ts"] is None
         got = read_number(m["value"], at_end=at_end, line_cut=ln.cut)
         if labels is None or got.value is None:
@@ -205,20 +248,61 @@ class Reader:
                     ln.no, "unparsed-line", f"a series line that cannot be read: {shown(text, 60)}"
                 )
             return
+        yield from self._series(ln.no, name, labels, got.value, m["ts"])
+
+    def _series(
+        self, line: int, name: str, labels: Labels, value: float, ts: str | None
+    ) -> list[Record]:
+        """A series line read: its value goes to the scrape; the records of the scrape it
+        ends, if any (a series seen again in a scrape starts the next one)."""
         key = (name, labels)
         scrape = self._scrape
+        done: list[Record] = []
         if scrape is None or key in scrape.values:
             # scrapes appended one after another: a series seen again starts the next one
-            yield from self._close()
-            scrape = self._scrape = _Scrape(ln.no)
-        if scrape.seconds is None and m["ts"] is not None and not (ln.cut and at_end):
-            scrape.ts, scrape.seconds = m["ts"], epoch_seconds(m["ts"])
-        scrape.values[key] = (got.value, ln.no)
+            done = list(self._close())
+            scrape = self._scrape = _Scrape(line)
+        if scrape.seconds is None and ts is not None:  # (a timestamp is never a cut line's end)
+            scrape.ts, scrape.seconds = ts, epoch_seconds(ts)
+        scrape.values[key] = (value, line)
         self.ctx.count("series")
         if self._model is None:
             model = dict(labels).get("model_name")
             if model:
-                self._model = (model, ln.no)
+                self._model = (model, line)
+        return done
+
+    def _labels(self, body: str | None) -> Labels | None:
+        """`_labels`, each label text worked out once."""
+        cache = self._label_texts
+        got = cache.get(body, _UNSEEN)
+        if got is _UNSEEN:
+            if len(cache) >= _CACHED:
+                cache.clear()
+            got = cache[body] = _labels(body)
+        return got  # type: ignore[return-value]
+
+    def _facts(self, key: Key) -> _KeyFacts:
+        """What the scrape logic needs of a series, worked out once."""
+        facts = self._keys.get(key)
+        if facts is None:
+            if len(self._keys) >= _CACHED:
+                self._keys.clear()
+            name, labels = key
+            d = dict(labels)
+            tp = d.get("tp_rank")
+            group = None
+            if tp is not None and is_count(tp):
+                group = ((name, tuple(kv for kv in labels if kv[0] != "tp_rank")), int(tp))
+            extra = d.get("position") if name == _PER_POS else d.get("le")
+            kind = self._kind(name)
+            restart = "down" if kind == "counter" else ""
+            if kind == "created" or name in _START_TIMES:
+                restart = "changed"
+            facts = self._keys[key] = _KeyFacts(
+                group, (name, _rank(labels), extra), kind in ("counter", "histogram"), restart
+            )
+        return facts
 
     def finish(self) -> Iterator[Record]:
         yield from self._close()
@@ -280,26 +364,32 @@ class Reader:
     def _one_per_group(self, values: dict[Key, tuple[float, int]]) -> dict[Key, tuple[float, int]]:
         """SGLang TP ranks of one group report the same batch: the lowest rank's series."""
         lowest: dict[Key, int] = {}
-        for name, labels in values:
-            d = dict(labels)
-            if "tp_rank" in d and is_count(d["tp_rank"]):
-                group = (name, tuple(kv for kv in labels if kv[0] != "tp_rank"))
-                rank = int(d["tp_rank"])
+        facts = self._facts
+        for key in values:
+            tp = facts(key).tp_group
+            if tp is not None:
+                group, rank = tp
                 lowest[group] = min(rank, lowest.get(group, rank))
         if not lowest:
             return values
         out: dict[Key, tuple[float, int]] = {}
         for key, v in values.items():
-            d = dict(key[1])
-            if "tp_rank" in d and is_count(d["tp_rank"]):
-                group = (key[0], tuple(kv for kv in key[1] if kv[0] != "tp_rank"))
-                if int(d["tp_rank"]) != lowest[group]:
-                    self.ctx.count("duplicate-rank")
-                    continue
+            tp = facts(key).tp_group
+            if tp is not None and tp[1] != lowest[tp[0]]:
+                self.ctx.count("duplicate-rank")
+                continue
             out[key] = v
         return out
 
     def _kind(self, name: str) -> str:
+        kind = self._kinds.get(name)
+        if kind is None:
+            if len(self._kinds) >= _CACHED:
+                self._kinds.clear()
+            kind = self._kinds[name] = self._kind_of(name)
+        return kind
+
+    def _kind_of(self, name: str) -> str:
         declared = self._types.get(name) or self._types.get(name.removesuffix("_total"))
         if name in _COUNTERS or name in _RATIO_COUNTERS or declared == "counter":
             return "counter"
@@ -310,7 +400,8 @@ class Reader:
         return declared or "gauge"
 
     def _gauges(self, scrape: _Scrape, values: dict[Key, tuple[float, int]]) -> Iterator[Record]:
-        for (name, labels), (value, line) in values.items():
+        for key, (value, line) in values.items():
+            name = key[0]
             metric = _GAUGES.get(name)
             if metric is None:
                 if not _read(name) and name.startswith(_PREFIXES):
@@ -326,19 +417,20 @@ class Reader:
             if metric == "accept_len" and not self._bonus_said:
                 self._bonus_said = True
                 yield Setting("accept_len_counts_bonus", True, line)  # SGLang counts it
-            yield Sample(metric, value, line, None, None, _rank(labels), scrape.ts)
+            yield Sample(metric, value, line, None, None, self._facts(key).delta_key[1], scrape.ts)
 
     def _reset(self, prev: _Scrape, cur: _Scrape) -> str:
         """What went down between two scrapes ('' when nothing did): a counter, or a
         counter's `_created` time or the process start time that changed (a restart)."""
+        facts, before = self._facts, prev.values
         for key, (value, _) in cur.values.items():
-            old = prev.values.get(key)
+            restart = facts(key).restart
+            if not restart:
+                continue
+            old = before.get(key)
             if old is None:
                 continue
-            kind = self._kind(key[0])
-            if kind == "counter" and value < old[0]:
-                return f"{key[0]} {old[0]:g} -> {value:g}"
-            if (kind == "created" or key[0] in _START_TIMES) and value != old[0]:
+            if value < old[0] if restart == "down" else value != old[0]:
                 return f"{key[0]} {old[0]:g} -> {value:g}"
         return ""
 
@@ -351,20 +443,20 @@ class Reader:
         delta: dict[tuple[str, str | None, str | None], tuple[float, int]] = {}
         parts: dict[tuple[str, str | None, str | None], int] = {}
 
-        def group(name: str, labels: Labels) -> tuple[str, str | None, str | None]:
-            d = dict(labels)
-            extra = d.get("position") if name == _PER_POS else d.get("le")
-            return (name, _rank(labels), extra)
-
-        for (name, labels), _ in prev.values.items():
-            if self._kind(name) in ("counter", "histogram"):
-                k = group(name, labels)
+        facts, before = self._facts, prev.values
+        for key in before:
+            f = facts(key)
+            if f.moves:
+                k = f.delta_key
                 parts[k] = parts.get(k, 0) + 1
-        for (name, labels), (value, line) in cur.values.items():
-            old = prev.values.get((name, labels))
-            if old is None or self._kind(name) not in ("counter", "histogram"):
+        for key, (value, line) in cur.values.items():
+            f = facts(key)
+            if not f.moves:
                 continue
-            k = group(name, labels)
+            old = before.get(key)
+            if old is None:
+                continue
+            k = f.delta_key
             total, at = delta.get(k, (0.0, line))
             delta[k] = (total + value - old[0], min(at, line))
             parts[k] -= 1
@@ -430,5 +522,68 @@ class Reader:
 
 
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
-    """Records of one file of `/metrics` scrapes, in line order (a scrape when it ends)."""
-    return read_lines(Reader(ctx), src)
+    """Records of one file of `/metrics` scrapes, in line order (a scrape when it ends).
+
+    Chunks of `FAST_MIN_BYTES` or more are read in bulk (`_bulk`); the rest line by line.
+    Both go through one `Reader`: the bulk path only finds the parts of plain series lines
+    (and passes over `# HELP` lines) the way `feed` would."""
+    reader = Reader(ctx)
+    if not FAST:
+        yield from read_lines(reader, src)
+        return
+    for piece in src.chunks(FAST_CHUNK):
+        if isinstance(piece, Line):
+            yield from reader.feed(piece)
+        elif len(piece.data) < FAST_MIN_BYTES:
+            for ln in src.chunk_lines(piece):
+                yield from reader.feed(ln)
+        else:
+            yield from _bulk(reader, src, piece)
+    yield from reader.finish()
+
+
+def _bulk(reader: Reader, src: SourceText, chunk: Chunk) -> Iterator[Record]:
+    """A chunk's records: its plain series lines (`_PLAIN_RX`) split into name, labels and
+    number by one regex pass in polars, `# HELP` lines passed over, every other line fed."""
+    import numpy as np
+    import polars as pl
+
+    from .._lines import polars_lines
+
+    got = polars_lines(chunk)
+    if got is None:  # what polars might not split as `_lines` does: line by line
+        for ln in src.chunk_lines(chunk):
+            yield from reader.feed(ln)
+        return
+    t = got[0]
+    found = t.to_frame("t").select(
+        pl.col("t").str.extract_groups(_PLAIN_RX).struct.unnest(),
+        help=pl.col("t").str.starts_with(_HELP),
+    )
+    names, bodies, numbers = (found[c].to_list() for c in ("1", "2", "3"))
+    rest = np.flatnonzero(found["1"].is_null().to_numpy() & ~found["help"].to_numpy())
+    texts = dict(zip(rest.tolist(), t.gather(rest).to_list(), strict=True))
+    del found, t, got
+    first = chunk.first
+    count, labels_of, series = reader.ctx.count, reader._labels, reader._series
+    for i, name in enumerate(names):
+        if name is None:
+            text = texts.get(i)
+            if text is not None:
+                yield from reader.feed(Line(first + i, text))
+            continue
+        if not name.startswith(_PREFIXES) and name not in _START_TIMES:
+            count("other-series")
+            continue
+        labels = labels_of(bodies[i])
+        if labels is None:  # labels `_labels` does not read: `feed` says so
+            yield from reader.feed(Line(first + i, _line(name, bodies[i], numbers[i])))
+            continue
+        done = series(first + i, name, labels, float(numbers[i]), None)
+        if done:
+            yield from done
+
+
+def _line(name: str, body: str | None, number: str) -> str:
+    """A plain series line from its parts, as it was printed."""
+    return f"{name}{{{body}}} {number}" if body is not None else f"{name} {number}"

@@ -1,0 +1,218 @@
+"""The Prometheus reader's bulk path (issue 22) gives exactly what feeding every line gives.
+
+Every comparison parses one file twice, the bulk path off and forced on (even for tiny files,
+with tiny chunks so chunk borders fall everywhere), and compares the records in order (every
+field), the record counts and the notes. The files are the fixtures, scrapes made here with
+the lines a hand, a paste or another exporter puts among them, and the benchmarks' shape.
+Speed is measured in benchmarks/, never here.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sessionlens import _lines
+from sessionlens.model import Sample
+from sessionlens.parsers import prometheus as P
+from sessionlens.parsers.base import ParseContext
+
+FIXTURES = sorted(
+    p
+    for p in (Path(__file__).resolve().parents[2] / "fixtures" / "formats" / "prometheus").iterdir()
+    if p.is_file() and not p.name.endswith((".expected.csv", ".diag.txt"))
+)
+
+
+class Bulk:
+    """Counts the series lines the bulk path split (so a test proves it ran)."""
+
+    lines = 0
+
+
+@pytest.fixture(autouse=True)
+def _count_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = P.Reader._series
+
+    def counting(self: P.Reader, *args: Any) -> Any:
+        Bulk.lines += 1
+        return real(self, *args)
+
+    monkeypatch.setattr(P.Reader, "_series", counting)
+    Bulk.lines = 0
+
+
+def _key(rec: object) -> object:
+    if isinstance(rec, Sample):
+        v = "nan" if math.isnan(rec.value) else rec.value
+        return ("sample", rec.metric, v, rec.line, rec.block, rec.run, rec.rank, rec.ts)
+    return rec
+
+
+def parse(path: Path, monkeypatch: pytest.MonkeyPatch, fast: bool, chunk: int) -> tuple[Any, ...]:
+    monkeypatch.setattr(P, "FAST", fast)
+    monkeypatch.setattr(P, "FAST_CHUNK", chunk)
+    monkeypatch.setattr(P, "FAST_MIN_BYTES", 0)
+    src = _lines.read(path, display=path.name)
+    ctx = ParseContext(file=path.name)
+    records = [_key(r) for r in P.parse(src, ctx)]
+    notes = [str(d) for d in [*src.notes, *ctx.diagnostics]]
+    return records, dict(ctx.counts), notes, src.n_lines
+
+
+def assert_same(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> int:
+    """Both paths agree on the file; how many series lines the bulk path split."""
+    slow = parse(path, monkeypatch, fast=False, chunk=chunk)
+    Bulk.lines = 0
+    fast = parse(path, monkeypatch, fast=True, chunk=chunk)
+    for name, a, b in zip(("records", "counts", "notes", "lines"), slow, fast, strict=True):
+        assert b == a, f"{path.name}, chunk {chunk}: {name} differ"
+    return Bulk.lines
+
+
+@pytest.mark.parametrize("chunk", [300, 1 << 20])
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_the_bulk_path_gives_what_the_line_path_gives_on_every_fixture(
+    path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert assert_same(path, monkeypatch, chunk) > 0  # the bulk path read series lines
+
+
+# Lines among scrapes: a paste, a hand, another exporter, a cut. Each either reads as a plain
+# series line in bulk or goes to `feed`; the two paths must not tell them apart.
+_ODD = [
+    "",
+    "   ",
+    "# EOF",
+    "# eof",
+    "# HELP vllm:num_requests_running scrape this",
+    "#HELP vllm:num_requests_running no space",
+    "  # HELP vllm:num_requests_running indented",
+    "# TYPE vllm:num_requests_running counter",  # the kind changes mid-file
+    "# TYPE vllm:num_requests_running gauge",
+    "# TYPE vllm:kv_cache_usage_perc counter",
+    "# TYPE vllm:kv_cache_usage_perc gauge",
+    "# scrape",
+    "## scrape: 1772442999",
+    'vllm:num_requests_running{engine="0"} NaN',
+    'vllm:num_requests_running{engine="0"} +Inf',
+    'vllm:num_requests_running{engine="0"} -3',
+    'vllm:num_requests_running{engine="0"} 7.',
+    'vllm:num_requests_running{engine="0"} .5',
+    'vllm:num_requests_running{engine="0"} 1e3',
+    'vllm:num_requests_running{engine="0"} \u0661\u0662',  # Arabic-Indic digits: `float` reads them
+    'vllm:num_requests_running{engine="0"} 4 1772443000000',  # with a timestamp
+    'vllm:num_requests_running{engine="0"}  4',
+    'vllm:num_requests_running{engine="0"}\t4',
+    'vllm:num_requests_running{engine="0"} 4 ',
+    ' vllm:num_requests_running{engine="0"} 4',
+    "vllm:num_requests_running{} 5",
+    "vllm:num_requests_running 6",
+    "vllm:num_requests_running{engine=0} 6",  # labels that do not parse
+    'vllm:num_requests_running{engine="0",} 6',
+    'vllm:num_requests_running{engine="0", model_name="m"} 6',
+    'vllm:num_requests_running{model_name="a \\"}\\" b",engine="0"} 8',
+    'vllm:num_requests_running{engine="0"} 4x',
+    'python_gc_objects_collected_total{generation="0"} 3.0',
+    "process_start_time_seconds 1772442000.5",
+    'sglang:num_running_reqs{tp_rank="1",model_name="m"} 9.0',
+    'sglang:num_running_reqs{tp_rank="0",model_name="m"} 8.0',
+    'vllm:generation_tokens_total{engine="0"} 12',  # a counter that went down
+    'vllm:kv_cache_usage_perc{engine="1"} 0.25',
+]
+
+
+def _scrapes(rng: random.Random, n: int, odd: float) -> str:
+    """`n` scrapes of two engines' series, `# scrape` lines or none (a series seen again
+    starts the next scrape), odd lines put in here and there."""
+    out: list[str] = []
+    gen, drafts, acc = [100.0, 200.0], [10.0, 20.0], [5.0, 9.0]
+    marked = rng.random() < 0.7
+    for k in range(n):
+        if marked:
+            out.append(f"# scrape 2026-03-02T09:{15 + k // 60:02d}:{k % 60:02d}+00:00")
+        out.append("# HELP vllm:num_requests_running Requests running.")
+        out.append("# TYPE vllm:num_requests_running gauge")
+        for e in range(2):
+            gen[e] += rng.randint(0, 500)
+            drafts[e] += rng.randint(0, 50)
+            acc[e] += rng.randint(0, 40)
+            out.append(
+                f'vllm:num_requests_running{{engine="{e}",model_name="m"}} {rng.randint(0, 9)}.0'
+            )
+            out.append(f'vllm:kv_cache_usage_perc{{engine="{e}",model_name="m"}} {rng.random()!r}')
+            out.append(f'vllm:generation_tokens_total{{engine="{e}",model_name="m"}} {gen[e]!r}')
+            out.append(
+                f'vllm:spec_decode_num_drafts_total{{engine="{e}",model_name="m"}} {drafts[e]}'
+            )
+            out.append(
+                f'vllm:spec_decode_num_accepted_tokens_total{{engine="{e}",model_name="m"}} {acc[e]:.6e}'
+            )
+            for le in ("0.1", "1.0", "+Inf"):
+                out.append(
+                    f'vllm:time_to_first_token_seconds_bucket{{engine="{e}",le="{le}",model_name="m"}} {k}'
+                )
+            out.append(
+                f'vllm:time_to_first_token_seconds_sum{{engine="{e}",model_name="m"}} {k * 0.3!r}'
+            )
+            out.append(f'vllm:time_to_first_token_seconds_count{{engine="{e}",model_name="m"}} {k}')
+            if rng.random() < odd:
+                out.insert(rng.randrange(len(out) + 1), rng.choice(_ODD))
+    text = "\n".join(out) + "\n"
+    cut = rng.random()
+    if cut < 0.3:
+        text = text[: -rng.randint(2, 30)]  # a scrape being written: the last line cut
+    elif cut < 0.4:
+        text = text.rstrip("\n")
+    return text
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_scrapes_with_odd_lines_read_the_same(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(seed)
+    path = tmp_path / "metrics.prom"
+    path.write_text(_scrapes(rng, rng.randint(3, 40), rng.choice([0.0, 0.05, 0.3])))
+    for chunk in (rng.randint(64, 2048), 1 << 20):
+        assert assert_same(path, monkeypatch, chunk) > 0
+
+
+def test_a_type_line_that_changes_a_kind_is_heeded_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a series read as a gauge, then declared a counter: from then on a drop is a restart
+    # (what the reader keeps of a series is worked out again after the `# TYPE` line)
+    lines = []
+    for k, running in enumerate((5, 6, 7, 3)):
+        lines.append(f"# scrape 2026-03-02T09:15:{k * 10:02d}+00:00")
+        if k == 2:
+            lines.append("# TYPE vllm:num_requests_running counter")
+        lines.append(f'vllm:num_requests_running{{engine="0"}} {running}')
+        lines.append(f'vllm:generation_tokens_total{{engine="0"}} {100 * (k + 1)}')
+    path = tmp_path / "m.prom"
+    path.write_text("\n".join(lines) + "\n")
+    assert_same(path, monkeypatch, 1 << 20)
+    _, _, notes, _ = parse(path, monkeypatch, fast=True, chunk=1 << 20)
+    assert [n for n in notes if "counter-reset" in n] == [
+        "m.prom:11: info: counters went down (vllm:num_requests_running 7 -> 3): the server "
+        "restarted; this scrape starts a new launch and its counters set the new baseline "
+        "[counter-reset]"
+    ]
+
+
+def test_the_benchmarks_shape_reads_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import gen_shapes
+
+    path = tmp_path / "metrics.prom"
+    gen_shapes.generate("prometheus", path, 700 << 10, seed=3, restart_at=0.5)
+    for chunk in (96 << 10, 1 << 20):
+        assert assert_same(path, monkeypatch, chunk) > 5000

@@ -216,3 +216,32 @@ def test_the_benchmarks_shape_reads_the_same(
     gen_shapes.generate("prometheus", path, 700 << 10, seed=3, restart_at=0.5)
     for chunk in (96 << 10, 1 << 20):
         assert assert_same(path, monkeypatch, chunk) > 5000
+
+
+@pytest.mark.parametrize(
+    ("series", "before", "after"),
+    [
+        ("process_start_time_seconds", "1772440000.0", "1772443000.0"),  # a later start
+        ('vllm:prompt_tokens_created{engine="0"}', "1772440000.0", "1772443000.0"),
+        ('vllm:generation_tokens_total{engine="0"}', "900.0", "40.0"),  # a counter went down
+    ],
+)
+def test_a_restart_is_what_went_down_or_a_start_time_that_changed(
+    series: str, before: str, after: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = []
+    for k, value in enumerate((before, before, after)):
+        lines.append(f"# scrape 2026-03-02T09:15:{k * 10:02d}+00:00")
+        lines.append(f"{series} {value}")
+        if "generation" not in series:
+            lines.append(f'vllm:generation_tokens_total{{engine="0"}} {100 * (k + 1)}')
+    path = tmp_path / "m.prom"
+    path.write_text("\n".join(lines) + "\n")
+    assert_same(path, monkeypatch, 1 << 20)
+    _, _, notes, _ = parse(path, monkeypatch, fast=True, chunk=1 << 20)
+    name = series.split("{")[0]
+    assert [n for n in notes if "counter-reset" in n] == [
+        f"m.prom:{5 if 'generation' in series else 7}: info: counters went down ({name} "
+        f"{float(before):g} -> {float(after):g}): the server restarted; this scrape starts a "
+        "new launch and its counters set the new baseline [counter-reset]"
+    ]

@@ -346,6 +346,57 @@ def test_a_layout_reads_its_own_line() -> None:
 
 
 @pytest.mark.parametrize(
+    "line",
+    [
+        # a docker timestamp, `pid=1`, `2 Engines`: numbers 1, 2, 5, 9, 12, 15 on the line
+        # before the values, and two values of one digit (`Waiting: 0`, `Corrupted: 0`)
+        "2025-12-05T09:15:12.119021556Z (APIServer pid=1) INFO 12-05 09:15:12 "
+        "[loggers.py:236] 2 Engines Aggregated: Avg prompt throughput: 2010.6 tokens/s, Avg "
+        "generation throughput: 2240.9 tokens/s, Running: 128 reqs, Waiting: 0 reqs, GPU KV "
+        "cache usage: 95.0%, Prefix cache hit rate: 12.6%, Corrupted: 0 reqs",
+        "2025-01-02T03:04:05.6Z (APIServer pid=7) INFO 01-02 03:04:05 [loggers.py:8] Engine 3: "
+        "Avg prompt throughput: 1.0 tokens/s, Avg generation throughput: 2.0 tokens/s, Running: "
+        "13 reqs, Waiting: 4 reqs, GPU KV cache usage: 6.0%, Prefix cache hit rate: 7.0%, "
+        "Corrupted: 0 reqs",
+    ],
+)
+def test_a_line_of_many_small_numbers_is_learned(line: str) -> None:
+    """Learning tells the samples' numbers apart by changing each value to digits no other
+    number of the line has (as printed or as a percentage): a line whose prefix holds most
+    one-digit numbers still leaves its one-digit values some."""
+    layout = F._learn(line)
+    assert layout is not None
+    assert "corrupted_req" in [o.metric for o in layout.outputs]
+
+
+def test_a_fixture_repeated_with_errors_among_its_lines_reads_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The v0.12 fixture's steady part (engine lines of three field sets, a server error and
+    its traceback) repeated as a long-running server writes it, timestamps advancing: the
+    same through both paths, and every engine line read in bulk but the ones `feed` reads
+    for a first time."""
+    lines = (FORMATS / "vllm-server" / "v0.12-tty-colours-docker-aggregated.log").read_text()
+    head, steady = lines.split("\n")[:6], lines.split("\n")[6:]
+    out = list(head)
+    for k in range(60):
+        minute = f"{15 + k // 60:02d}:{k % 60:02d}"
+        out += [
+            ln.replace("09:14:", f"{minute}:").replace("12-05 09:14", f"12-05 {minute}")
+            for ln in steady
+            if ln
+        ]
+    path = tmp_path / "repeated.log"
+    path.write_text("\n".join(out) + "\n")
+    for chunk in (3000, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+    Bulk.rows = 0
+    parse(path, monkeypatch, fast=True)
+    engine = sum("Avg prompt throughput" in ln for ln in out)
+    assert Bulk.rows >= engine - 6
+
+
+@pytest.mark.parametrize(
     ("line", "first"),
     [
         (

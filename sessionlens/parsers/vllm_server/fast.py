@@ -340,22 +340,40 @@ def _at(text: str, span: tuple[int, int] | None) -> str | None:
 def _renumbered(text: str, nums: list[re.Match[str]], values: set[int], seed: int) -> str:
     """The line with each value changed to another (its digits and decimals as many, none
     0), each its own where the digits allow: the reader's samples then say which number
-    each one is."""
+    each one is. A value is given digits whose number, and whose number as a percentage,
+    no other number of the line has (read either way): a line of many small numbers (a
+    timestamp's, a pid, `2 Engines`) leaves a one-digit value few such digits."""
+    taken = {f for k, n in enumerate(nums) if k not in values for f in _readings(n.group())}
     out, pos = [], 0
     for k, n in enumerate(nums):
         out.append(text[pos : n.start()])
         raw = n.group()
         if k in values:
             whole, _, dec = raw.partition(".")
-            code, digits = k * 3 + seed * 7 + 1, []
-            for _ in range(len(whole) + len(dec)):
-                code, d = divmod(code, 9)
-                digits.append(str(d + 1))
-            got = "".join(reversed(digits))
-            raw = got[: len(whole)] + ("." + got[len(whole) :] if dec else "")
+            first = None
+            for step in range(64):
+                code, digits = k * 3 + seed * 7 + 1 + step * 5, []
+                for _ in range(len(whole) + len(dec)):
+                    code, d = divmod(code, 9)
+                    digits.append(str(d + 1))
+                got = "".join(reversed(digits))
+                got = got[: len(whole)] + ("." + got[len(whole) :] if dec else "")
+                first = first or got
+                if not taken & _readings(got):
+                    break
+            else:
+                got = first  # none free: `_outputs` finds the samples ambiguous
+            raw = got
+            taken |= _readings(raw)
         out.append(raw)
         pos = n.end()
     return "".join(out) + text[pos:]
+
+
+def _readings(raw: str) -> set[float]:
+    """A printed number's values as `_which` reads them: as printed, and as a percentage."""
+    v = float(raw)
+    return {v, float(f"{v!r}e-2")}
 
 
 def _outputs(records: list[Record], copy: str, nums: list[re.Match[str]]) -> list[_Out] | None:

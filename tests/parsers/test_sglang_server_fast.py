@@ -19,6 +19,7 @@ import polars as pl
 import pytest
 
 from sessionlens import _codes, _lines
+from sessionlens._lines import Line
 from sessionlens.model import BlockStart, BlockStarts, Sample, SampleBatch
 from sessionlens.parsers import phase_timing
 from sessionlens.parsers import sglang_server as S
@@ -629,7 +630,9 @@ def test_polars_splits_lines_as_the_line_reader_does(monkeypatch: pytest.MonkeyP
         "[2026-01-01 10:00:00 TP0] Decode batch, #running-req: 1, #widgets: 2",  # unknown key
         "[2026-01-01 10:00:00 TP0] Decode batch, #running-req: nan",  # not a plain number
         "[2026-01-01 10:00:00 TP0 TP1] Decode batch, #running-req: 1",  # a tag twice
-        "2026-01-01 10:00:00 INFO [ TP0 x.py:1] Decode batch, #running-req: 1",  # prefix
+        "INFO [ TP0 x.py:1] Decode batch, #running-req: 1",  # a prefix with no timestamp
+        "2026-01-01 10:00:00 TP0 INFO DP1 Decode batch, #running-req: 1",  # tags apart
+        "2026-01-01 10:00:00 [x] [ TP0 x.py:1] Decode batch, #running-req: 1",  # two `] `
         "[2026-01-01 10:00:00 TP0] Decode batch, #running-req: 1, NCCL: 2",  # a rare word
         "ms/cyc | [2026-01-01 10:00:00 TP0] Decode batch, #running-req: 1",  # one `feed` reads
         "[10:00:00 TP0] Prefill batch(mixed #running-req: 2). #new-seq: 1",  # P1 mixed
@@ -637,6 +640,74 @@ def test_polars_splits_lines_as_the_line_reader_does(monkeypatch: pytest.MonkeyP
 )
 def test_no_layout_for_lines_read_otherwise(line: str) -> None:
     assert F._learn(line) is None
+
+
+@pytest.mark.parametrize(
+    ("line", "ts", "rank"),
+    [
+        (  # a logging config of its own (`--log-config`)
+            "2026-01-25 11:22:05.874 INFO 120984 [ TP0 scheduler_metrics_mixin.py:415] Decode "
+            "batch [4451], #running-req: 1, #token: 900, token usage: 0.00, cuda graph: True, "
+            "gen throughput (token/s): 42.31, #queue-req: 0, ",
+            "2026-01-25 11:22:05.874",
+            "TP0",
+        ),
+        (  # journalctl, the tags of DP attention
+            "Nov 29 10:00:00 gpu-7 python3[1234]: 2026-01-25 11:22:05,874 DP1 TP3 INFO Prefill "
+            "batch, #new-seq: 2, #new-token: 812, #cached-token: 0, token usage: 0.01, "
+            "#running-req: 3, #queue-req: 0",
+            "2026-01-25 11:22:05,874",
+            "DP1 TP3",
+        ),
+        (  # no rank at all
+            "2026-01-25T11:22:05.874Z sglang | Decode batch, #running-req: 4, #token: 9, token "
+            "usage: 0.00, gen throughput (token/s): 1.50, #queue-req: 0",
+            "2026-01-25T11:22:05.874Z",
+            None,
+        ),
+    ],
+)
+def test_a_batch_line_behind_another_prefix_is_learned(
+    line: str, ts: str, rank: str | None
+) -> None:
+    """The timestamp and the rank tags stand where the reader finds them (the last timestamp
+    of the prefix, every tag in it), at places the layout's regex pins: the layout slices
+    them as the reader reads them."""
+    layout = F._learn(line)
+    assert layout is not None
+    assert re.fullmatch(layout.pattern, line)
+    assert line[layout.ts_at : layout.ts_at + layout.ts_len] == ts
+    assert (line[layout.tags_at + 1 : layout.tags_at + layout.tags_len] or None) == rank
+    reader = S.Reader(ParseContext(file="x"))
+    records = [*reader.feed(Line(1, line)), *reader.finish()]
+    samples = [r for r in records if isinstance(r, Sample)]
+    assert samples
+    assert {(r.ts, r.rank) for r in samples} == {(ts, rank)}
+
+
+def test_a_log_of_another_prefix_reads_the_same_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The custom-logging fixture's lines over and over, timestamps, pids and batch numbers
+    changing (their widths too): the same through both paths, read in bulk."""
+    rng = random.Random(5)
+    fixture = FORMATS / "sglang-server" / "custom-logging-0.5.8.log"
+    head, *steady = fixture.read_text().split("\n")[:-1]
+    lines = [head]
+    for k in range(400):
+        ln = rng.choice(steady)
+        pid = rng.choice(["120984", "120985", "98"])
+        ln = re.sub(r"INFO \d+ \[", f"INFO {pid} [", ln)
+        ln = ln.replace("11:22:", f"11:{22 + k // 60:02d}:")
+        lines.append(ln)
+    path = tmp_path / "custom.log"
+    path.write_text("\n".join(lines) + "\n")
+    for chunk in (2000, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+    Bulk.rows = 0
+    parse(path, monkeypatch, fast=True)
+    batch = sum("batch" in ln for ln in lines)
+    assert Bulk.rows >= batch - 12  # but a few `feed` reads (a layout's first line)
 
 
 def test_a_layout_reads_its_own_line() -> None:

@@ -28,7 +28,7 @@ from ...model import (
     batch_columns,
     batch_schema,
 )
-from .._fields import RANK_TAG, rank_of
+from .._fields import RANK_TAG, TIMESTAMP, last_timestamp, rank_of
 from ..base import PhasePlan
 from . import ranks
 from .reader import (
@@ -142,9 +142,18 @@ def _learn(text: str) -> _Layout | None:
     if any(w in text for w in _RARE):
         return None  # lines a layout reads are known to hold no rare word
     p = _FAST_PREFIX.fullmatch(text, 0, at)
-    if p is None or RANK_TAG.search(p.group("lead")) is not None:
-        return None
-    found = RANK_TAG.findall(p.group("tags"))
+    if p is not None and RANK_TAG.search(p.group("lead")) is None:
+        # SGLang's own `[date time TAGS] `, each rank number with its digit count: the tags
+        # are then sliced at a fixed width (TP9 and TP10 lines have a layout each)
+        found = RANK_TAG.findall(p.group("tags"))
+        tags = "".join(f" {t}[0-9]{{{len(n)}}}" for t, n in found)
+        head = f"^{_rx(p.group('lead'))}\\[{_TS_SHAPES[len(p.group('ts'))]}{tags}\\] "
+        spans = (p.start("ts"), len(p.group("ts")), p.end("ts"), len(p.group("tags")))
+    else:
+        other = _other_prefix(text, at)  # a logging config's own prefix, a collector's
+        if other is None:
+            return None
+        head, spans, found = other
     names = [t for t, _ in found]
     if len(set(names)) != len(names):
         return None
@@ -204,10 +213,6 @@ def _learn(text: str) -> _Layout | None:
                 shape += "%"
         pieces.append(f"{_rx(lead)}{shape}")
         groups.append((spec[1] if col else spec[0], value_how, how == "usage"))
-    # each rank number with its digit count: the tags are then sliced at a fixed width (TP9
-    # and TP10 lines have a layout each)
-    tags = "".join(f" {t}[0-9]{{{len(n)}}}" for t, n in found)
-    head = f"^{_rx(p.group('lead'))}\\[{_TS_SHAPES[len(p.group('ts'))]}{tags}\\] "
     tail_text = text[at + len(marker) : m.end()]
     tail = re.sub(r"[0-9]+", "[0-9]+", _rx(tail_text))
     pattern = head + _rx(marker) + tail + ", ".join(pieces) + "$"
@@ -234,10 +239,10 @@ def _learn(text: str) -> _Layout | None:
     return _Layout(
         kind=kind,
         pattern=pattern,
-        ts_at=p.start("ts"),
-        ts_len=len(p.group("ts")),
-        tags_at=p.end("ts"),
-        tags_len=len(p.group("tags")),
+        ts_at=spans[0],
+        ts_len=spans[1],
+        tags_at=spans[2],
+        tags_len=spans[3],
         outputs=tuple(outputs),
         usage_how=tuple(h for _, h in usage),
         idle_patterns=tuple(idle),
@@ -249,6 +254,39 @@ def _learn(text: str) -> _Layout | None:
             m.end() if any(c.isdigit() for c in tail_text) else 0,
         ),
     )
+
+
+def _other_prefix(
+    text: str, at: int
+) -> tuple[str, tuple[int, int, int, int], list[tuple[str, str]]] | None:
+    """A batch line's prefix of another shape (`2026-01-25 11:22:05.874 INFO 120984 [ TP0
+    scheduler.py:415] `): its regex (the text, each run of digits as that many digits), where
+    the timestamp and the rank tags `Reader._batch` finds in it stand (`last_timestamp`,
+    `rank_of`), and the tags. Those are found by the text's shape, not its digits' values:
+    every line the regex matches has them at the same places. None without a timestamp,
+    with tags that are not printed as `rank_of` joins them, or with a second `] ` in the
+    line (which `feed` may read as two lines glued)."""
+    prefix = text[:at]
+    if text.count("] ") > 1:
+        return None
+    stamps = list(TIMESTAMP.finditer(prefix))
+    if not stamps:
+        return None
+    ts = stamps[-1]
+    tags = list(RANK_TAG.finditer(prefix))
+    if tags:
+        start, end = tags[0].start(), tags[-1].end()
+        if start == 0 or prefix[start:end] != " ".join(t.group() for t in tags):
+            return None
+        tags_at, tags_len = start - 1, end - start + 1  # with the character before them
+    else:
+        tags_at, tags_len = ts.end(), 0
+    head = "^" + re.sub(r"[0-9]+", lambda d: f"[0-9]{{{len(d.group())}}}", _rx(prefix))
+    rank = text[tags_at + 1 : tags_at + tags_len] or None
+    if last_timestamp(prefix) != ts.group() or rank_of(prefix)[0] != rank:
+        return None
+    spans = (ts.start(), len(ts.group()), tags_at, tags_len)
+    return head, spans, [(t.group(1), t.group(2)) for t in tags]
 
 
 def _items(

@@ -765,3 +765,52 @@ def test_tag_ids_of_near_and_far_codes(spread: int, monkeypatch: pytest.MonkeyPa
     # tags are numbered in the order of their codes, after those known
     assert run.tags == [" TP1", " TP3", " TP0", " TP7"]
     assert [run.tags[i] for i in got.tolist()] == [" " + tags[p] for p in picks]
+
+
+def test_docker_timestamps_before_each_line_are_read_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`docker logs -t` puts its own nanosecond timestamp before every line: the layout pins
+    its digits' widths, not their values (one layout, not one a line)."""
+    fixture = FORMATS / "sglang-server" / "pd-decode-0.5.6-docker-dp2.log"
+    lines = fixture.read_text().split("\n")[:-1]
+    out = lines[:6]
+    rng = random.Random(2)
+    for k in range(300):
+        ln = lines[6 + k % 6]
+        ns = f"{rng.randrange(10**9):09d}"
+        ln = re.sub(r"T08:01:1\d\.\d{9}Z", f"T08:{2 + k // 60:02d}:{k % 60:02d}.{ns}Z", ln)
+        out.append(ln)
+    path = tmp_path / "docker.log"
+    path.write_text("\n".join(out) + "\n")
+    for chunk in (3000, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+    Bulk.rows = 0
+    parse(path, monkeypatch, fast=True)
+    batch = sum("batch" in ln for ln in out)
+    assert Bulk.rows >= batch - 12
+
+
+def test_a_shape_no_layout_reads_is_learned_from_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Batch lines with a field no layout knows are fed; learning (which compiles regexes) is
+    tried once for their shape, not again on every one of them."""
+    lines = [
+        f"[2026-01-01 10:{k // 60:02d}:{k % 60:02d} TP0] Decode batch, #running-req: {k % 9 + 1}"
+        f", #widgets: {k % 7}, gen throughput (token/s): {k + 0.5:.2f}, #queue-req: 0"
+        for k in range(2000)
+    ]
+    path = tmp_path / "widgets.log"
+    path.write_text("\n".join(lines) + "\n")
+    calls = 0
+    real = F._learn
+
+    def counting(text: str) -> Any:
+        nonlocal calls
+        calls += 1
+        return real(text)
+
+    monkeypatch.setattr(F, "_learn", counting)
+    assert_same(path, monkeypatch, 1 << 20)
+    assert 0 < calls <= 40  # the widths of `#running-req`, `#widgets` and the throughput

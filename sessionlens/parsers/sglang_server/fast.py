@@ -66,6 +66,8 @@ if TYPE_CHECKING:
 # order. `tests/parsers/test_sglang_server_fast.py` compares both paths on every fixture.
 
 _MAX_LAYOUTS = 32
+_MAX_FAILED = 4096  # shapes of lines learning gave nothing for, remembered at most
+_DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
 _MAX_FEEDS = 256  # batch lines `feed` takes in a chunk before the rest of it goes there too
 AHEAD = 2  # chunks prepared at once on worker threads while the main thread walks one
 _LEARN_PER_CHUNK = 8  # unread batch lines a chunk's preparation tries to learn from
@@ -147,7 +149,7 @@ def _learn(text: str) -> _Layout | None:
         # are then sliced at a fixed width (TP9 and TP10 lines have a layout each)
         found = RANK_TAG.findall(p.group("tags"))
         tags = "".join(f" {t}[0-9]{{{len(n)}}}" for t, n in found)
-        head = f"^{_rx(p.group('lead'))}\\[{_TS_SHAPES[len(p.group('ts'))]}{tags}\\] "
+        head = f"^{_pinned(p.group('lead'))}\\[{_TS_SHAPES[len(p.group('ts'))]}{tags}\\] "
         spans = (p.start("ts"), len(p.group("ts")), p.end("ts"), len(p.group("tags")))
     else:
         other = _other_prefix(text, at)  # a logging config's own prefix, a collector's
@@ -256,6 +258,13 @@ def _learn(text: str) -> _Layout | None:
     )
 
 
+def _pinned(text: str) -> str:
+    """`text` as a regex, each run of digits as that many digits (a docker timestamp, a
+    pid): the prefix's shape, whose timestamp and rank tags stand at the same places on
+    every line it matches (`TIMESTAMP` and `RANK_TAG` see only digits and the text)."""
+    return re.sub(r"[0-9]+", lambda d: f"[0-9]{{{len(d.group())}}}", _rx(text))
+
+
 def _other_prefix(
     text: str, at: int
 ) -> tuple[str, tuple[int, int, int, int], list[tuple[str, str]]] | None:
@@ -281,7 +290,7 @@ def _other_prefix(
         tags_at, tags_len = start - 1, end - start + 1  # with the character before them
     else:
         tags_at, tags_len = ts.end(), 0
-    head = "^" + re.sub(r"[0-9]+", lambda d: f"[0-9]{{{len(d.group())}}}", _rx(prefix))
+    head = "^" + _pinned(prefix)
     rank = text[tags_at + 1 : tags_at + tags_len] or None
     if last_timestamp(prefix) != ts.group() or rank_of(prefix)[0] != rank:
         return None
@@ -338,6 +347,7 @@ class Fast:
         self.walked = 0  # ... from the chunks walked, of these bytes
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
+        self._failed: set[str] = set()  # shapes of lines no layout was learned from
 
     def prepare(self, chunk: Chunk) -> Future[ChunkRun | None]:
         """Start preparing a chunk on the worker thread."""
@@ -375,12 +385,20 @@ class Fast:
             self._pool = None
 
     def learn(self, text: str) -> _Layout | None:
-        """The layout of a batch line (a new one is kept), if it has one."""
-        layout = _learn(text)
-        if layout is None:
+        """The layout of a batch line (a new one is kept), if it has one. A line of a shape
+        (its text, each digit as 0) that gave none is not tried again: learning compiles
+        regexes, and a log whose batch lines no layout reads would pay it on every line."""
+        shape = text.translate(_DIGITS_AS_ZERO)
+        if shape in self._failed:
             return None
+        layout = _learn(text)
         with self._lock:  # the preparing thread learns too
-            return self._keep(layout)
+            kept = None if layout is None else self._keep(layout)
+            if kept is None:
+                if len(self._failed) >= _MAX_FAILED:
+                    self._failed.clear()
+                self._failed.add(shape)
+            return kept
 
     def _keep(self, layout: _Layout) -> _Layout | None:
         at = self.index.get(layout.pattern)

@@ -84,7 +84,7 @@ def parse(
             others += [BlockStart(b, n, rec.format) for b, n in pairs]
         else:
             others.append(rec)
-    notes = [str(d) for d in src.notes]
+    notes = [str(d) for d in [*src.notes, *ctx.diagnostics]]  # the file's and the reader's
     return samples, others, dict(ctx.counts), sorted(ctx.embedded), notes, src.n_lines, src.sha256
 
 

@@ -75,7 +75,7 @@ def parse(
             samples.append(_key(rec))
         else:
             others.append(rec)
-    notes = [str(d) for d in src.notes]
+    notes = [str(d) for d in [*src.notes, *ctx.diagnostics]]  # the file's and the reader's
     counts = dict(ctx.counts)
     return samples, others, counts, sorted(ctx.embedded), notes, src.n_lines, src.sha256
 

@@ -350,7 +350,7 @@ def _renumbered(text: str, nums: list[re.Match[str]], values: set[int], seed: in
         raw = n.group()
         if k in values:
             whole, _, dec = raw.partition(".")
-            first = None
+            first = ""
             for step in range(64):
                 code, digits = k * 3 + seed * 7 + 1 + step * 5, []
                 for _ in range(len(whole) + len(dec)):
@@ -728,6 +728,7 @@ class ChunkRun:
         # take them
         self.states: list[tuple[int, str | None, bool]] = [(-1, reader._rank, reader._idle)]
         self.dropped = np.zeros(self.n, np.bool_)  # rows read in bulk but fed after all
+        self._counts()
         fed_rows = np.flatnonzero(self.fed).tolist()
         prev = k = 0
         while True:
@@ -755,6 +756,23 @@ class ChunkRun:
             prev = row + 1
         yield from self._hand_over(self.n)
 
+    def _counts(self) -> None:
+        """Running counts of the rows' marks (`_settle`, `_special`): what rows [a, b) hold
+        is then two lookups, not a pass over them. A log with an error or a traceback
+        every few lines settles the rows between its fed lines as often."""
+        import numpy as np
+
+        def running(mask: npt.NDArray[np.bool_]) -> npt.NDArray[np.int64]:
+            out = np.zeros(len(mask) + 1, np.int64)
+            np.cumsum(mask, out=out[1:])
+            return out
+
+        self.n_http, self.n_ignored = running(self.http), running(self.ignored)
+        self.n_unread = [running(self.unread == code) for code in range(len(_UNREAD_KINDS))]
+        self.n_kind = [running(self.kind == code) for code in range(len(_KINDS))]
+        self.n_idle = running(self.engine_idle)
+        self.idle_at = np.flatnonzero(self.engine_idle)
+
     def _special(self, reader: Reader, a: int, b: int) -> int | None:
         """The first row in [a, b) read in bulk that `feed` must read after all: one that
         says a setting or a kind of line for the first time, or something new of the bonus
@@ -774,10 +792,9 @@ class ChunkRun:
                 if at < len(rows) and rows[at] < b:
                     found.append(int(rows[at]))
         for code, name in enumerate(_UNREAD_KINDS):
-            if name not in reader._unread_kinds:
+            if name not in reader._unread_kinds and self.n_unread[code][b] > self.n_unread[code][a]:
                 hit = np.flatnonzero(self.unread[a:b] == code)
-                if len(hit):
-                    found.append(a + int(hit[0]))
+                found.append(a + int(hit[0]))
         bonus = self._bonus_row(reader, a, min([b, *found]))
         if bonus is not None:
             found.append(bonus)
@@ -818,26 +835,26 @@ class ChunkRun:
         ctx = self.f.ctx
         reader._error_run = False  # none of these lines holds ERROR or CRITICAL
         reader.claimed = not bool(self.http[b - 1] or self.ignored[b - 1])
-        for name, mask in (("http-access", self.http), ("ignored", self.ignored)):
-            n = int(np.count_nonzero(mask[a:b]))
+        for name, counts in (("http-access", self.n_http), ("ignored", self.n_ignored)):
+            n = int(counts[b] - counts[a])
             if n:
                 ctx.count(name, n)
         for code, name in enumerate(_UNREAD_KINDS):
-            n = int(np.count_nonzero(self.unread[a:b] == code))
+            n = int(self.n_unread[code][b] - self.n_unread[code][a])
             if n:
                 ctx.count(f"unread:{name}", n)
-        kinds = self.kind[a:b]
         for code, name in enumerate(_KINDS):
-            n = int(np.count_nonzero(kinds == code))
+            n = int(self.n_kind[code][b] - self.n_kind[code][a])
             if n:
                 ctx.count(name, n)
         lo, hi = np.searchsorted(self.engine_rows, [a, b]).tolist()
         if hi > lo:
-            idle = np.flatnonzero(self.engine_idle[lo:hi])
-            if len(idle):
-                ctx.count("idle", len(idle))
-                reader._idle_count += len(idle)
-                first_idle = self.first + int(self.engine_rows[lo + idle[0]])
+            idle = int(self.n_idle[hi] - self.n_idle[lo])
+            if idle:
+                ctx.count("idle", idle)
+                reader._idle_count += idle
+                at = self.idle_at[int(np.searchsorted(self.idle_at, lo))]
+                first_idle = self.first + int(self.engine_rows[at])
                 reader._idle_first = reader._idle_first or first_idle
             reader._rank = self.rank_names[int(self.engine_rank[hi - 1])]
             reader._idle = bool(self.engine_idle[hi - 1])

@@ -814,3 +814,35 @@ def test_a_shape_no_layout_reads_is_learned_from_once(
     monkeypatch.setattr(F, "_learn", counting)
     assert_same(path, monkeypatch, 1 << 20)
     assert 0 < calls <= 40  # the widths of `#running-req`, `#widgets` and the throughput
+
+
+def test_a_field_the_reader_passes_over_is_read_around_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0.5.16's `est uncap acc len: 5.35 [5.10, 5.60]` (a range with a `, ` inside, which the
+    reader skips) before the fields it reads, idle lines among them: the same through both
+    paths, and read in bulk."""
+    rng = random.Random(4)
+    lines = []
+    for k in range(600):
+        running = rng.choice([0, 3, 12, 120])
+        est = rng.choice(["5.35 [5.10, 5.60]", "12.05 [9.10, 15.60]", "0.00 [0.00, 0.00]"])
+        fields = [
+            f"#running-req: {running}",
+            f"#token: {running * 700}, token usage: 0.06, accept len: 4.71, accept rate: 0.47",
+            "cap len: 6.20, block accept len: 5.10",
+            f"est uncap acc len: {est}",
+            f"cuda graph: True, gen throughput (token/s): {rng.uniform(0, 999):.2f}",
+            "#queue-req: 0",
+        ]
+        if k % 2:  # the skipped field first: the running count's place in the line moves
+            fields.insert(0, fields.pop(3))
+        ts = f"2026-07-20 10:{k // 60:02d}:{k % 60:02d}"
+        lines.append(f"[{ts} TP0] Decode batch, " + ", ".join(fields))
+    path = tmp_path / "dspark.log"
+    path.write_text("\n".join(lines) + "\n")
+    for chunk in (4000, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+    Bulk.rows = 0
+    parse(path, monkeypatch, fast=True)
+    assert Bulk.rows >= 600 * 3 // 4 - 12  # the busy ones (idle lines give no sample)

@@ -40,6 +40,7 @@ from .reader import (
     _TAIL,
     FEED_WORDS,
     Reader,
+    _bracketed,
     _sub_key,
 )
 
@@ -162,7 +163,10 @@ def _learn(text: str) -> _Layout | None:
     col = 1 if kind == "prefill" else 0
     pieces: list[str] = []
     groups: list[tuple[str | None, str, bool]] = []  # (metric, how, is pool usage)
+    piece_of: list[int] = []  # per group: its piece (the items a field is printed in)
     items = text[m.end() :].split(", ")
+    if "[" in text[m.end() :]:
+        items = _bracketed(items)  # `est uncap acc len: 3.25 [3.00, 3.50]` is one field
     prev_key = ""  # the key of a `key: sub=N` item, for the `sub=N` items after it
     for i, item in enumerate(items):
         if not item:
@@ -174,6 +178,11 @@ def _learn(text: str) -> _Layout | None:
         spec = _FIELDS_PRINTED.get(item[:sep]) if sep > 0 else None
         raw = item[sep + 2 :]
         lead = item[: sep + 2]  # the item's literal text before its value
+        if spec is not None and spec[3] == "skip":
+            # a field the reader passes over whatever it holds: its text of this shape
+            pieces.append(_rx(lead) + _pinned(raw))
+            prev_key = ""
+            continue
         if sep < 0 or (spec is not None and "=" in raw and raw[:1].isalpha()):
             # 0.4.9 SWA pools, read as `Reader._fields` reads them: `#token: full=N, swa=M`
             # is `#full token: N`, `#swa token: M`
@@ -215,6 +224,7 @@ def _learn(text: str) -> _Layout | None:
                 shape += "%"
         pieces.append(f"{_rx(lead)}{shape}")
         groups.append((spec[1] if col else spec[0], value_how, how == "usage"))
+        piece_of.append(len(pieces) - 1)
     tail_text = text[at + len(marker) : m.end()]
     tail = re.sub(r"[0-9]+", "[0-9]+", _rx(tail_text))
     pattern = head + _rx(marker) + tail + ", ".join(pieces) + "$"
@@ -236,7 +246,7 @@ def _learn(text: str) -> _Layout | None:
         for g, (metric, _, _) in enumerate(groups):
             if metric == "running_req":
                 parts = list(pieces)
-                parts[g] = parts[g].replace(number, f"({_ZERO})")
+                parts[piece_of[g]] = parts[piece_of[g]].replace(number, f"({_ZERO})")
                 idle.append(head + _rx(marker) + tail + ", ".join(parts) + "$")
     return _Layout(
         kind=kind,

@@ -8,6 +8,7 @@ or format. A day-long server log yields millions of samples: no pydantic per sam
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -931,13 +932,25 @@ class _PartKey(NamedTuple):
 
 
 def _spans_expr(spans: LaunchSpans) -> pl.Expr:
-    """The launch of a row of one source, by its line."""
+    """The launch of a row of one source, by its line: the last launch that starts at or
+    before it (the first one before any). Found by a binary search of the starts, not a
+    condition a launch: a file of thousands of restarts (a crash loop, scrapes of two
+    servers in one file) would make as many passes over its rows."""
     import polars as pl
 
-    expr = pl.lit(spans[0][1], pl.String)
-    for line, name in spans[1:]:
-        expr = pl.when(pl.col("line") >= line).then(pl.lit(name, pl.String)).otherwise(expr)
-    return expr
+    starts = [line for line, _ in spans[1:]]
+    if any(b < a for a, b in itertools.pairwise(starts)):  # not in line order: each in turn
+        expr = pl.lit(spans[0][1], pl.String)
+        for line, name in spans[1:]:
+            expr = pl.when(pl.col("line") >= line).then(pl.lit(name, pl.String)).otherwise(expr)
+        return expr
+    if not starts:
+        return pl.lit(spans[0][1], pl.String)
+    at = pl.lit(pl.Series(starts, dtype=pl.Int64)).search_sorted(
+        pl.col("line").cast(pl.Int64), side="right"
+    )
+    names = pl.Series([name for _, name in spans], dtype=pl.String)
+    return pl.lit(names).gather(at.fill_null(0))
 
 
 def _launch_expr(launches: dict[str, LaunchSpans], source: str | None) -> pl.Expr:

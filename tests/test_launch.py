@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
 import shutil
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from sessionlens import load_session, parse_file
 from sessionlens._launch import LaunchSource, assign
@@ -133,3 +135,29 @@ def test_launches_that_differ_in_a_server_setting_are_named(tmp_path: Path) -> N
     assert set(a.settings_diff["chunked_prefill_size"]) == {"a", "b"}
     md = render_report(a, "md", "s")
     assert "| chunked_prefill_size | 8192, 16384 (launches differ) | 8192 |" in md
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_rows_launch_is_the_last_that_starts_at_or_before_its_line(seed: int) -> None:
+    """The `launch` column of a source of many launches (a crash loop, thousands of counter
+    resets): found by a binary search of the launches' first lines, it is the last launch
+    that starts at or before the row's line, the first one before any; launches given out of
+    line order are taken in turn, the later one winning, as a chain of conditions does."""
+    from sessionlens.model import _spans_expr
+
+    rng = random.Random(seed)
+    starts = sorted(rng.sample(range(2, 5000), rng.choice([1, 2, 5, 300])))
+    spans = [(1, "src#1")] + [(s, f"src#{k + 2}") for k, s in enumerate(starts)]
+    if seed % 3 == 2:
+        rng.shuffle(spans)  # out of line order
+    lines = [rng.randrange(0, 5100) for _ in range(2000)] + [*starts, 0]
+    frame = pl.DataFrame({"line": pl.Series(lines, dtype=pl.UInt32)})
+    got = frame.select(_spans_expr(spans).alias("launch"))["launch"].to_list()
+    want = []
+    for line in lines:
+        name = spans[0][1]
+        for start, launch in spans[1:]:
+            if line >= start:
+                name = launch
+        want.append(name)
+    assert got == want

@@ -635,7 +635,9 @@ def test_polars_splits_lines_as_the_line_reader_does(monkeypatch: pytest.MonkeyP
         "2026-01-01 10:00:00 [x] [ TP0 x.py:1] Decode batch, #running-req: 1",  # two `] `
         "[2026-01-01 10:00:00 TP0] Decode batch, #running-req: 1, NCCL: 2",  # a rare word
         "ms/cyc | [2026-01-01 10:00:00 TP0] Decode batch, #running-req: 1",  # one `feed` reads
-        "[10:00:00 TP0] Prefill batch(mixed #running-req: 2). #new-seq: 1",  # P1 mixed
+        # 0.3.0's mixed running count, and the same metric among the fields (the reader
+        # gives both)
+        "[10:00:00 TP0] Prefill batch(mixed #running-req: 2). #new-seq: 1, #running-req: 3",
     ],
 )
 def test_no_layout_for_lines_read_otherwise(line: str) -> None:
@@ -846,3 +848,34 @@ def test_a_field_the_reader_passes_over_is_read_around_in_bulk(
     Bulk.rows = 0
     parse(path, monkeypatch, fast=True)
     assert Bulk.rows >= 600 * 3 // 4 - 12  # the busy ones (idle lines give no sample)
+
+
+def test_mixed_prefill_lines_of_0_3_0_are_read_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0.3.0's `Prefill batch(mixed #running-req: N).`: the running count in the tail is the
+    line's first sample, then the fields'; the same through both paths, read in bulk."""
+    rng = random.Random(8)
+    lines = []
+    for k in range(500):
+        ts = f"10:{k // 60:02d}:{k % 60:02d}"
+        dp = rng.choice([0, 1])
+        running = rng.choice([1, 8, 17, 130])
+        if rng.random() < 0.5:
+            lines.append(
+                f"[{ts} DP{dp} TP0] Prefill batch(mixed #running-req: {running}). #new-seq: 2, "
+                f"#new-token: {rng.randrange(9999)}, #cached-token: 10, cache hit rate: "
+                f"{rng.uniform(0, 99):.2f}%, #queue-req: 0"
+            )
+        else:
+            lines.append(
+                f"[{ts} DP{dp} TP0] Decode batch. #running-req: {running}, #token: 3120, token "
+                f"usage: 0.00, gen throughput (token/s): {rng.uniform(0, 999):.2f}, #queue-req: 0"
+            )
+    path = tmp_path / "mixed.log"
+    path.write_text("\n".join(lines) + "\n")
+    for chunk in (3000, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+    Bulk.rows = 0
+    parse(path, monkeypatch, fast=True)
+    assert Bulk.rows >= 500 - 12

@@ -140,8 +140,9 @@ def _learn(text: str) -> _Layout | None:
         if at < 0:
             return None
     m = _TAIL.match(text, at + len(marker) - 6)
-    if m is None or m.group("mixed") is not None:
+    if m is None:
         return None
+    mixed = m.group("mixed")  # 0.3.0's `Prefill batch(mixed #running-req: N).`
     if any(w in text for w in _RARE):
         return None  # lines a layout reads are known to hold no rare word
     p = _FAST_PREFIX.fullmatch(text, 0, at)
@@ -226,16 +227,30 @@ def _learn(text: str) -> _Layout | None:
         groups.append((spec[1] if col else spec[0], value_how, how == "usage"))
         piece_of.append(len(pieces) - 1)
     tail_text = text[at + len(marker) : m.end()]
-    tail = re.sub(r"[0-9]+", "[0-9]+", _rx(tail_text))
+    outputs: list[tuple[str, tuple[int, ...], str]] = []
+    if mixed is None:
+        tail = re.sub(r"[0-9]+", "[0-9]+", _rx(tail_text))
+    else:
+        # the running count in the tail is the line's first value, before the fields'
+        # (`Reader._batch`), never one of theirs: a field of the same metric too, and the
+        # reader would give both
+        if any(metric == "prefill_running_req" for metric, _, _ in groups):
+            return None
+        at_n = m.start("mixed") - (at + len(marker))
+        rest = tail_text[at_n + len(mixed) :]
+        if any(c.isdigit() for c in tail_text[:at_n] + rest):
+            return None
+        tail = _rx(tail_text[:at_n]) + "([0-9]{1,15})" + _rx(rest)
+        outputs.append(("prefill_running_req", (1,), "num"))
+    first = len(outputs)  # capture groups before the fields' own
     pattern = head + _rx(marker) + tail + ", ".join(pieces) + "$"
     whole = re.fullmatch(pattern, text)
     if whole is None:  # a layout that does not read its own line
         return None
-    outputs: list[tuple[str, tuple[int, ...], str]] = []
     for g, (metric, h, _) in enumerate(groups):
         if metric and all(o[0] != metric for o in outputs):  # the first of each, as `_fields`
-            outputs.append((metric, (g + 1,), h))
-    usage = [(g + 1, h) for g, (_, h, is_usage) in enumerate(groups) if is_usage]
+            outputs.append((metric, (g + 1 + first,), h))
+    usage = [(g + 1 + first, h) for g, (_, h, is_usage) in enumerate(groups) if is_usage]
     total = "prefill_token_usage" if col else "token_usage"
     if usage and not any(o[0] in ("token_usage", "prefill_token_usage") for o in outputs):
         outputs.append((total, tuple(g for g, _ in usage), "max"))
@@ -262,7 +277,7 @@ def _learn(text: str) -> _Layout | None:
         # the tail's numbers (` batch [12]`) are of any width: no value's offset may count them
         items=_items(
             whole,
-            [h for _, h, _ in groups],
+            ["num"] * first + [h for _, h, _ in groups],
             m.end() if any(c.isdigit() for c in tail_text) else 0,
         ),
     )

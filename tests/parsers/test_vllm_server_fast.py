@@ -515,3 +515,27 @@ def test_layouts_of_many_numbers_are_matched_then_read(
         assert_same(path, monkeypatch, chunk)
     assert Bulk.rows > 0
     assert (sum(found) > 0) == (positions > 10)
+
+
+def test_kv_fetch_counts_are_read_in_bulk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """0.33's `KV fetch: a waiting to start, b in progress, c completed waiting` (a list of
+    numbers each before its label) in engine lines: learned, the same through both paths."""
+    rng = random.Random(6)
+    lines = []
+    for k in range(400):
+        a, b, c = (rng.choice([0, 1, 7, 12, 130]) for _ in range(3))
+        lines.append(
+            f"(APIServer pid=5120) INFO 11-03 16:{k // 60:02d}:{k % 60:02d} [loggers.py:257] "
+            f"Engine 00{k % 2}: Avg prompt throughput: {rng.uniform(0, 999):.1f} tokens/s, Avg "
+            f"generation throughput: {rng.uniform(1, 999):.1f} tokens/s, Running: "
+            f"{rng.randint(1, 64)} reqs, Waiting: 0 reqs, Deferred: {rng.randint(0, 3)} reqs, "
+            f"KV fetch: {a} waiting to start, {b} in progress, {c} completed waiting, XPU KV "
+            f"cache usage: {rng.uniform(0, 99):.1f}%, Prefix cache hit rate: 25.0%"
+        )
+    path = tmp_path / "kv-fetch.log"
+    path.write_text("\n".join(lines) + "\n")
+    for chunk in (3000, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+    Bulk.rows = 0
+    parse(path, monkeypatch, fast=True)
+    assert Bulk.rows >= 400 - 8

@@ -290,8 +290,8 @@ def _values(text: str, start: int) -> list[tuple[int, int]] | None:
     """The spans of the numbers `Reader` reads from a `label: value, ...` body (lists too)."""
     holes: list[tuple[int, int]] = []
     for f in keyed_fields(text, start):
-        if f.key.endswith("kv fetch"):
-            return None  # `KV fetch: a waiting to start, b in progress, ...`: fed
+        # (a list too: `KV fetch: a waiting to start, b in progress, c completed waiting`,
+        # each number before its label, which the layout's regex pins)
         end = f.start + len(f.value)
         pos = f.start
         while pos < end:

@@ -79,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--size", default="256M", help="about this many bytes a log (64M, 256M)")
     ap.add_argument("--only", default="*", help="fixtures as `folder/name` globs, comma-separated")
+    ap.add_argument("--skip", default="", help="fixtures left out, as `--only` globs")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each command (median)")
     ap.add_argument("--against", help="another tree (a git worktree) timed beside this one")
     ap.add_argument("--workdir", default="/tmp/sessionlens-bench", help="for the logs")
@@ -91,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         against = Path(args.against).resolve()
         trees.append((against.name, run.sessionlens_env(against)))
     globs = args.only.split(",")
+    skips = [g for g in args.skip.split(",") if g]
     fixtures = [
         p
         for folder in FOLDERS
@@ -98,6 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         if p.is_file()
         and not p.name.endswith((".expected.csv", ".diag.txt"))
         and any(fnmatch.fnmatch(f"{folder}/{p.name}", g) for g in globs)
+        and not any(fnmatch.fnmatch(f"{folder}/{p.name}", g) for g in skips)
     ]
     run.machine()
     print(f"\n### Fixtures repeated to {run.fmt_size(size)} (median of {args.repeat})\n")

@@ -329,7 +329,8 @@ def machine() -> None:
     print(f"- machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}")
     print(f"- Python {platform.python_version()}, polars {polars_version}")
     print(f"- load average before the run: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"- command: `python3 benchmarks/run.py {' '.join(sys.argv[1:])}`".rstrip())
+    script = Path(sys.argv[0]).name
+    print(f"- command: `python3 benchmarks/{script} {' '.join(sys.argv[1:])}`".rstrip())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -931,15 +931,21 @@ class _PartKey(NamedTuple):
         return cols
 
 
+_CHAINED = 16  # launches of a source found by a condition each; more, by a binary search
+
+
 def _spans_expr(spans: LaunchSpans) -> pl.Expr:
     """The launch of a row of one source, by its line: the last launch that starts at or
-    before it (the first one before any). Found by a binary search of the starts, not a
-    condition a launch: a file of thousands of restarts (a crash loop, scrapes of two
-    servers in one file) would make as many passes over its rows."""
+    before it (the first one before any). Beyond `_CHAINED` launches, found by a binary
+    search of the starts, not a condition a launch: a file of thousands of restarts (a
+    crash loop, scrapes of two servers in one file) would make as many passes over its
+    rows."""
     import polars as pl
 
     starts = [line for line, _ in spans[1:]]
-    if any(b < a for a, b in itertools.pairwise(starts)):  # not in line order: each in turn
+    if len(starts) <= _CHAINED or any(b < a for a, b in itertools.pairwise(starts)):
+        # a few launches (or not in line order): a condition each, which the Parquet sink
+        # streams (the binary search makes it hold the column: 110 MB more on a 256 MB log)
         expr = pl.lit(spans[0][1], pl.String)
         for line, name in spans[1:]:
             expr = pl.when(pl.col("line") >= line).then(pl.lit(name, pl.String)).otherwise(expr)

@@ -768,3 +768,21 @@ class YamlLines:
         if raw in ("[]", "{}"):
             return JsonEvent("value", path, no, None, raw)
         return JsonEvent("value", path, no, raw)
+
+
+# ------------------------------------------------------------------ learned layouts' regexes
+
+_RX_META = frozenset("\\.+*?()|[]{}^$#&-~")
+
+
+def regex_literal(text: str) -> str:
+    """`text` as a literal in both Python's and polars' (Rust) regex syntax (the fast paths
+    learn a layout's regex in Python and run it in polars)."""
+    return "".join("\\" + c if c in _RX_META else c for c in text)
+
+
+def pinned_digits(text: str) -> str:
+    """`text` as a regex literal, each run of digits as that many digits (a prefix's shape:
+    a docker timestamp, a pid). `TIMESTAMP` and `RANK_TAG` see only digits and the text, so
+    they stand at the same places on every line that differs from `text` only in digits."""
+    return re.sub(r"[0-9]+", lambda d: f"[0-9]{{{len(d.group())}}}", regex_literal(text))

@@ -19,7 +19,16 @@ from .. import metrics
 from .._codes import present_codes
 from .._lines import Line, SourceText
 from ..model import BlockStart, BlockStarts, Record, Sample
-from ._fields import TIMESTAMP, decimals_of, last_timestamp, percent, rank_of, read_number
+from ._fields import (
+    TIMESTAMP,
+    decimals_of,
+    last_timestamp,
+    percent,
+    pinned_digits,
+    rank_of,
+    read_number,
+)
+from ._fields import regex_literal as _lit
 from .base import ParseContext, PhasePlan, RankSpans
 
 if TYPE_CHECKING:
@@ -364,12 +373,6 @@ _LEARN_PER_CHUNK = 8
 _MS_SHAPE = re.compile(r"[0-9]{1,8}(?:\.(?P<d>[0-9]{1,6}))?")
 _SHARE_SHAPE = re.compile(r"(?P<gap> *)\( *[0-9]{1,3}(?:\.(?P<d>[0-9]{1,6}))?%\)")
 _TOTALS = ("verify_ms_per_cycle", "verify_share", "draft_ms_per_cycle", "cycle_ms")
-_RX_META = frozenset("\\.+*?()|[]{}^$#&-~")
-
-
-def _lit(text: str) -> str:
-    """`text` as a literal in both Python's and polars' (Rust) regex syntax."""
-    return "".join("\\" + c if c in _RX_META else c for c in text)
 
 
 class _Layout(NamedTuple):
@@ -417,7 +420,7 @@ def learn(text: str, rank_spans: RankSpans) -> _Layout | None:
     if len(words) < k or " ".join(w.group() for w in words[-k:]) != name:
         return None
     start = words[-k].start()
-    prefix = re.sub(r"[0-9]+", lambda d: f"[0-9]{{{len(d.group())}}}", _lit(text[:start]))
+    prefix = pinned_digits(text[:start])
     pattern = f"^{prefix}{_lit(text[start : colon + 1])}{' ' * (ms_at - colon - 1)}[0-9]{{1,8}}"
     if m.group("d"):
         pattern += rf"\.[0-9]{{{len(m.group('d'))}}}"

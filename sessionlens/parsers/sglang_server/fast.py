@@ -29,6 +29,8 @@ from ...model import (
     batch_schema,
 )
 from .._fields import RANK_TAG, TIMESTAMP, last_timestamp, rank_of
+from .._fields import pinned_digits as _pinned
+from .._fields import regex_literal as _rx
 from ..base import PhasePlan
 from . import ranks
 from .reader import (
@@ -93,15 +95,9 @@ _TS_SHAPES = {
 }
 _INT_SHAPE = re.compile(r"[0-9]{1,15}")
 _DEC_SHAPE = re.compile(r"[0-9]{1,15}\.(?P<d>[0-9]{1,15})")
-_RX_META = frozenset("\\.+*?()|[]{}^$#&-~")
 _ZERO = r"0{1,15}(?:\.0{1,15})?"
 # What the bulk TP-rank rule decides for a (kind, rank) of a run (`ranks.Ranks.decide`).
 _DUP, _EMIT, _PLAIN, _FEED = ranks.DUP, ranks.EMIT, ranks.PLAIN, ranks.FEED
-
-
-def _rx(text: str) -> str:
-    """`text` as a literal in both Python's and polars' (Rust) regex syntax."""
-    return "".join("\\" + c if c in _RX_META else c for c in text)
 
 
 # one regex for the rare words (polars runs it faster than a multi-word search)
@@ -281,13 +277,6 @@ def _learn(text: str) -> _Layout | None:
             m.end() if any(c.isdigit() for c in tail_text) else 0,
         ),
     )
-
-
-def _pinned(text: str) -> str:
-    """`text` as a regex, each run of digits as that many digits (a docker timestamp, a
-    pid): the prefix's shape, whose timestamp and rank tags stand at the same places on
-    every line it matches (`TIMESTAMP` and `RANK_TAG` see only digits and the text)."""
-    return re.sub(r"[0-9]+", lambda d: f"[0-9]{{{len(d.group())}}}", _rx(text))
 
 
 def _other_prefix(

@@ -23,6 +23,7 @@ from ... import _lines
 from ..._lines import Chunk, Line
 from ...model import BATCH_COLUMNS, Record, Sample, SampleBatch, batch_columns
 from .._fields import VALUE_NUMBER, keyed_fields, lookup_field
+from .._fields import regex_literal as _rx
 from ..base import ParseContext
 from . import (
     _ACTIVITY,
@@ -79,7 +80,6 @@ _NUM = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # every number a layout's line holds,
 # then finding the numbers (100,000 spec lines, `POLARS_MAX_THREADS=1`: 16 groups 254 ms
 # against 312; 17 groups 432 against 338)
 _CAPTURE_MAX = 16
-_RX_META = frozenset("\\.+*?()|[]{}^$#&-~")
 _ENGINE, _SPEC, _MFU = 0, 1, 2
 _KINDS = ("engine", "spec", "mfu")
 # `_HTTP_ACCESS` and `_UNREAD` for ASCII lines: Python's `\s` is polars' and U+001C-U+001F
@@ -88,11 +88,6 @@ _UNREAD_RX = r"\b(DiffusionDecoding metrics|Iteration\([0-9]+\))[\s\x1c-\x1f]*:"
 _UNREAD_KINDS = ("iteration details", "DiffusionDecoding metrics")  # as `_unread_line` says
 # the engine, spec and MFU marks (which `feed` acts on before an unread line's kind)
 _MARKS = "throughput|SpecDecoding metrics|Speculative metrics|MFU"
-
-
-def _rx(text: str) -> str:
-    """`text` as a literal in both Python's and polars' (Rust) regex syntax."""
-    return "".join("\\" + c if c in _RX_META else c for c in text)
 
 
 _FEED_RX = "|".join(_rx(w) for w in FEED_WORDS)

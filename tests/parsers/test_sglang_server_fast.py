@@ -88,6 +88,19 @@ def parse(
     return samples, others, dict(ctx.counts), sorted(ctx.embedded), notes, src.n_lines, src.sha256
 
 
+def same_in_bulk(
+    path: Path, lines: list[str], monkeypatch: pytest.MonkeyPatch, chunks: tuple[int, ...]
+) -> int:
+    """Write `lines` to `path`, hold both paths equal on it at each chunk size, and give
+    how many rows the chunk path then reads in bulk."""
+    path.write_text("\n".join(lines) + "\n")
+    for chunk in chunks:
+        assert_same(path, monkeypatch, chunk)
+    Bulk.rows = 0
+    parse(path, monkeypatch, fast=True)
+    return Bulk.rows
+
+
 def rows_fed(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The chunk rows the fast path gives `feed` from now on, filled as it runs."""
     fed: list[int] = []
@@ -702,14 +715,9 @@ def test_a_log_of_another_prefix_reads_the_same_in_bulk(
         ln = re.sub(r"INFO \d+ \[", f"INFO {pid} [", ln)
         ln = ln.replace("11:22:", f"11:{22 + k // 60:02d}:")
         lines.append(ln)
-    path = tmp_path / "custom.log"
-    path.write_text("\n".join(lines) + "\n")
-    for chunk in (2000, 1 << 20):
-        assert_same(path, monkeypatch, chunk)
-    Bulk.rows = 0
-    parse(path, monkeypatch, fast=True)
+    rows = same_in_bulk(tmp_path / "custom.log", lines, monkeypatch, (2000, 1 << 20))
     batch = sum("batch" in ln for ln in lines)
-    assert Bulk.rows >= batch - 12  # but a few `feed` reads (a layout's first line)
+    assert rows >= batch - 12  # but a few `feed` reads (a layout's first line)
 
 
 def test_a_layout_reads_its_own_line() -> None:
@@ -783,14 +791,9 @@ def test_docker_timestamps_before_each_line_are_read_in_bulk(
         ns = f"{rng.randrange(10**9):09d}"
         ln = re.sub(r"T08:01:1\d\.\d{9}Z", f"T08:{2 + k // 60:02d}:{k % 60:02d}.{ns}Z", ln)
         out.append(ln)
-    path = tmp_path / "docker.log"
-    path.write_text("\n".join(out) + "\n")
-    for chunk in (3000, 1 << 20):
-        assert_same(path, monkeypatch, chunk)
-    Bulk.rows = 0
-    parse(path, monkeypatch, fast=True)
+    rows = same_in_bulk(tmp_path / "docker.log", out, monkeypatch, (3000, 1 << 20))
     batch = sum("batch" in ln for ln in out)
-    assert Bulk.rows >= batch - 12
+    assert rows >= batch - 12
 
 
 def test_a_shape_no_layout_reads_is_learned_from_once(
@@ -841,13 +844,8 @@ def test_a_field_the_reader_passes_over_is_read_around_in_bulk(
             fields.insert(0, fields.pop(3))
         ts = f"2026-07-20 10:{k // 60:02d}:{k % 60:02d}"
         lines.append(f"[{ts} TP0] Decode batch, " + ", ".join(fields))
-    path = tmp_path / "dspark.log"
-    path.write_text("\n".join(lines) + "\n")
-    for chunk in (4000, 1 << 20):
-        assert_same(path, monkeypatch, chunk)
-    Bulk.rows = 0
-    parse(path, monkeypatch, fast=True)
-    assert Bulk.rows >= 600 * 3 // 4 - 12  # the busy ones (idle lines give no sample)
+    rows = same_in_bulk(tmp_path / "dspark.log", lines, monkeypatch, (4000, 1 << 20))
+    assert rows >= 600 * 3 // 4 - 12  # the busy ones (idle lines give no sample)
 
 
 def test_mixed_prefill_lines_of_0_3_0_are_read_in_bulk(
@@ -872,10 +870,5 @@ def test_mixed_prefill_lines_of_0_3_0_are_read_in_bulk(
                 f"[{ts} DP{dp} TP0] Decode batch. #running-req: {running}, #token: 3120, token "
                 f"usage: 0.00, gen throughput (token/s): {rng.uniform(0, 999):.2f}, #queue-req: 0"
             )
-    path = tmp_path / "mixed.log"
-    path.write_text("\n".join(lines) + "\n")
-    for chunk in (3000, 1 << 20):
-        assert_same(path, monkeypatch, chunk)
-    Bulk.rows = 0
-    parse(path, monkeypatch, fast=True)
-    assert Bulk.rows >= 500 - 12
+    rows = same_in_bulk(tmp_path / "mixed.log", lines, monkeypatch, (3000, 1 << 20))
+    assert rows >= 500 - 12

@@ -88,6 +88,19 @@ def assert_same(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None
         assert b == a, f"{path.name}, chunk {chunk}: {name} differ"
 
 
+def same_in_bulk(
+    path: Path, lines: list[str], monkeypatch: pytest.MonkeyPatch, chunks: tuple[int, ...]
+) -> int:
+    """Write `lines` to `path`, hold both paths equal on it at each chunk size, and give
+    how many rows the chunk path then reads in bulk."""
+    path.write_text("\n".join(lines) + "\n")
+    for chunk in chunks:
+        assert_same(path, monkeypatch, chunk)
+    Bulk.rows = 0
+    parse(path, monkeypatch, fast=True)
+    return Bulk.rows
+
+
 @pytest.mark.parametrize("chunk", [300, 1 << 20])
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_chunk_path_gives_what_the_line_path_gives_on_every_fixture(
@@ -386,14 +399,9 @@ def test_a_fixture_repeated_with_errors_among_its_lines_reads_the_same(
             for ln in steady
             if ln
         ]
-    path = tmp_path / "repeated.log"
-    path.write_text("\n".join(out) + "\n")
-    for chunk in (3000, 1 << 20):
-        assert_same(path, monkeypatch, chunk)
-    Bulk.rows = 0
-    parse(path, monkeypatch, fast=True)
+    rows = same_in_bulk(tmp_path / "repeated.log", out, monkeypatch, (3000, 1 << 20))
     engine = sum("Avg prompt throughput" in ln for ln in out)
-    assert Bulk.rows >= engine - 6
+    assert rows >= engine - 6
 
 
 @pytest.mark.parametrize(
@@ -532,10 +540,5 @@ def test_kv_fetch_counts_are_read_in_bulk(tmp_path: Path, monkeypatch: pytest.Mo
             f"KV fetch: {a} waiting to start, {b} in progress, {c} completed waiting, XPU KV "
             f"cache usage: {rng.uniform(0, 99):.1f}%, Prefix cache hit rate: 25.0%"
         )
-    path = tmp_path / "kv-fetch.log"
-    path.write_text("\n".join(lines) + "\n")
-    for chunk in (3000, 1 << 20):
-        assert_same(path, monkeypatch, chunk)
-    Bulk.rows = 0
-    parse(path, monkeypatch, fast=True)
-    assert Bulk.rows >= 400 - 8
+    rows = same_in_bulk(tmp_path / "kv-fetch.log", lines, monkeypatch, (3000, 1 << 20))
+    assert rows >= 400 - 8

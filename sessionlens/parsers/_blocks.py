@@ -17,7 +17,7 @@ import re
 import shlex
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._lines import Line
 from ..metrics import get as metric_info
@@ -35,6 +35,11 @@ from ._fields import (
     value_problem,
 )
 from .base import LineReader, ParseContext
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import polars as pl
 
 JSON = Any  # a JSON scalar or list (settings come from logs)
 
@@ -58,6 +63,15 @@ _FOREIGN = re.compile(
     r"|:\s*[-+]?\d[\d.]*\s*ms/cyc\b"  # a profiler's phase line (`Target verify: 29.47 ms/cyc`)
 )
 FOREIGN = _FOREIGN  # for parsers that route a server log's lines to an embedded reader
+# Server-log lines `strip_outer` leaves as they are and `_FOREIGN` matches at their start
+# (`BlockReader.passing` reads them so in bulk; a line with `%|` may hold a tqdm bar that
+# `strip_outer` cuts off, and is checked on its own): SGLang's `[date time TAGS]`, bare or
+# behind docker's `-t` time, and uvicorn's `INFO:`.
+_PASSING = (
+    r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t])?"
+    r"\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d[^\]]*\]"
+    r"|^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s"
+)
 # What a cut last line holds when the file ends inside a block: the start of a row label
 # (`Mean TT`) or of a section header (`-----Time to Fi`); never a shell prompt (`$`, `@`).
 _PARTIAL = re.compile(r"^(?:[A-Za-z#][A-Za-z0-9 #()/%<>.+_'&-]*|-{3,}[A-Za-z0-9 ()./-]*)$")
@@ -866,6 +880,61 @@ class BlockReader:
         self._end_block()
         if self._embedded is not None:
             yield from self._embedded_records(self._embedded[1].finish())
+
+    # ------------------------------------------------------------------ server lines in bulk
+
+    @property
+    def embedded(self) -> LineReader | None:
+        """The line reader this one hands a server log's lines to."""
+        return self._embedded[1] if self._embedded is not None else None
+
+    @property
+    def passes_through(self) -> bool:
+        """Nothing held (a row's sample, a Namespace dump, a split JSON record): a line that
+        `passes` goes to the embedded reader as it is, and changes nothing here but counts."""
+        return self._held is None and self._ns is None and not self._split
+
+    def passes(self, text: str) -> bool:
+        """Whether `feed` hands this line to the embedded reader as it is (`_foreign`) when
+        `passes_through`, whatever block is open: a server log's line."""
+        if self._jsonl or self._embedded is None:
+            return False
+        text = strip_outer(text)
+        stripped = text.strip()
+        if not stripped or (self._json_records and stripped.startswith("{")):
+            return False
+        if FOOTER.match(text) or TITLE.match(text) or SECTION.match(text):
+            return False
+        return _FOREIGN.search(text) is not None
+
+    def passing(self, t: pl.Series) -> npt.NDArray[np.bool_]:
+        """`passes` of every line of `t`: the usual server-log prefixes by one polars pass,
+        any other line on its own."""
+        import numpy as np
+        import polars as pl
+
+        if self._jsonl or self._embedded is None:
+            return np.zeros(t.len(), np.bool_)
+        quick = (
+            t.to_frame("t")
+            .select(
+                pl.col("t").str.contains(_PASSING) & ~pl.col("t").str.contains("%|", literal=True)
+            )
+            .to_series()
+            .to_numpy()
+            .copy()
+        )
+        rest = np.flatnonzero(~quick)
+        for k, text in zip(rest.tolist(), t.gather(rest).to_list(), strict=True):
+            quick[k] = self.passes(text)
+        return quick
+
+    def passed(self, n: int) -> None:
+        """`n` lines that `passes` (none cut) the embedder handed its reader itself, with
+        nothing held here: what `feed` would have done with them besides."""
+        if n:
+            self.ctx.count("foreign-line", n)
+            self._last_cut = False
 
     # ------------------------------------------------------------------ blocks
 

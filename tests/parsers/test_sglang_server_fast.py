@@ -200,10 +200,62 @@ def _noisy(rng: random.Random, text: str) -> str:
     return text
 
 
-def generated_log(seed: int) -> bytes:
+def bench_run(rng: random.Random, server: list[str], stopped: bool = False) -> list[str]:
+    """A bench_serving run printed into the server's terminal, `server`'s lines among its
+    own: the argument dump (sometimes wrapped), progress, a result block (a row whose one
+    decimal may be a cut, a server line between rows) and its JSON record (sometimes split
+    over two lines); `stopped`: the run stopped before its block."""
+    c = rng.choice([1, 8, 64])
+    ns = (
+        f"benchmark_args=Namespace(backend='sglang', dataset_name='random', num_prompts=64, "
+        f"max_concurrency={c}, request_rate=inf, seed=1)"
+    )
+    roll = rng.random()
+    if roll < 0.3:  # wrapped; another thread's line may come before its rest
+        out = [ns[:60], *server[6:7], ns[60:]] if roll < 0.15 else [ns[:60], ns[60:]]
+    else:
+        out = [ns]
+    out += ["", "#Input tokens: 65536", "Starting warmup with 1 sequences..."]
+    out += server[:2]
+    out += ["Warmup completed with 1 sequences. Starting main benchmark run..."]
+    out += server[2:4]
+    if stopped:
+        return [*out, "^C"]
+    out += [" 50%|█████     | 32/64 [00:34<00:34, 0.93it/s]"]
+    out += ["============ Serving Benchmark Result ============"]
+    out += [
+        "Backend:                                 sglang    ",
+        f"Max request concurrency:                 {c}         ",
+        "Successful requests:                     64        ",
+        f"Benchmark duration (s):                  {rng.uniform(10, 90):.2f}     ",
+        f"Output token throughput (tok/s):         {rng.uniform(100, 900):.2f}    ",
+    ]
+    if rng.random() < 0.5:
+        out += server[4:5]  # another thread's line between two rows
+    out += ["---------------Time to First Token----------------"]
+    out += [f"Mean TTFT (ms):                          {rng.uniform(10, 900):.1f}"]
+    if rng.random() < 0.5:
+        out += server[5:6]  # after a row of one decimal: the block may be cut there
+    out += [f"Median TTFT (ms):                        {rng.uniform(10, 900):.2f}    "]
+    out += ["=================================================="]
+    throughput = rng.uniform(100, 900)
+    record = (
+        f'{{"backend": "sglang", "max_concurrency": {c}, "output_throughput": {throughput:.2f}}}'
+    )
+    roll = rng.random()
+    if roll < 0.3:
+        out.append(record)
+    elif roll < 0.5:
+        out += [record[:30], *server[7:8], record[30:]] if roll < 0.4 else [record[:30]]
+    return out
+
+
+def generated_log(seed: int, bench: str = "") -> bytes:
     """A small log with what real ones hold: TP duplicates in any order (a higher rank a
     second late), idle intervals, DP attention, restarts with another version's layout,
-    access lines, phase blocks, tracebacks, noise, odd lines, bad bytes, a cut last line."""
+    access lines, phase blocks, tracebacks, noise, odd lines, bad bytes, a cut last line;
+    `bench`: benchmark runs printed into it from its tenth step on ("runs"), or one run
+    stopped before its result block ("stopped")."""
     rng = random.Random(seed)
     out: list[str] = []
     second = 0
@@ -276,6 +328,13 @@ def generated_log(seed: int) -> bytes:
             out.append("")
         elif roll < 0.14:
             out.append(f"[{stamp()}] KV cache pool is full. Retract requests. #retracted_reqs: 1")
+        if bench and (step == 10 or (step > 10 and bench == "runs" and rng.random() < 0.05)):
+            server = [prefix(r) + decode.format(**values) for r in ranks] * 3
+            out += bench_run(rng, server, stopped=bench == "stopped")
+            for _ in range(8):  # phase blocks once a run has started
+                out.append(f"[{stamp()} TP0] Draft (3 steps):   0.74 ms/cyc  (  2.5%)")
+                out.append(f"[{stamp()} TP0] Target verify:     29.47 ms/cyc  ( 97.5%)")
+                out.append(prefix(0) + decode.format(**values))
     text = "\n".join(out) + "\n"
     text += prefix(0) + "Decode batch, #running-req: 12, #token: 14000, token usage: 0.0"
     data = text.encode()
@@ -294,6 +353,26 @@ def test_generated_logs_read_the_same(
     for chunk in (700, 5000, 1 << 20):
         assert_same(path, monkeypatch, chunk)
     assert Bulk.rows > 0
+
+
+@pytest.mark.parametrize(
+    ("seed", "bench"), [(0, "runs"), (1, "runs"), (2, "runs"), (4, "stopped"), (5, "stopped")]
+)
+def test_logs_with_benchmark_runs_read_the_same(
+    seed: int, bench: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From a benchmark run's start on, its block reader takes every line: the server lines
+    it hands back as they are are still read in bulk."""
+    path = tmp_path / f"bench-{seed}.log"
+    data = generated_log(seed, bench)
+    path.write_bytes(data)
+    for chunk in (700, 5000, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+    text = data.decode(errors="replace")
+    after = text[text.index("benchmark_args=") :].count("Decode batch")
+    assert after > 0.8 * text.count("Decode batch")
+    # most batch lines after the first run's start were read in bulk (duplicates aside)
+    assert Bulk.rows > after // 4
 
 
 def test_chunks_of_a_dense_log_are_made_smaller() -> None:

@@ -22,18 +22,21 @@ from ..._codes import numbered, present_codes
 from ..._lines import Chunk, Line, SourceText
 from ...model import (
     BATCH_COLUMNS,
+    BlockStart,
     Record,
     Sample,
     SampleBatch,
     batch_columns,
     batch_schema,
 )
+from .._blocks import BlockReader
 from .._fields import RANK_TAG, TIMESTAMP, last_timestamp, rank_of
 from .._fields import pinned_digits as _pinned
 from .._fields import regex_literal as _rx
 from ..base import PhasePlan
 from . import ranks
 from .reader import (
+    _BENCH_FORMAT,
     _BENCH_WORD,
     _BOOLS,
     _FIELDS,
@@ -43,6 +46,7 @@ from .reader import (
     FEED_WORDS,
     Reader,
     _bracketed,
+    _Own,
     _sub_key,
 )
 
@@ -387,7 +391,7 @@ class Fast:
         """Records of a prepared chunk's lines, in line order (samples go to the sink)."""
         run = prepared.result()
         self.walked += len(chunk.data)
-        if run is None or self.r.bench is not None:
+        if run is None or (self.r.bench is not None and not run.enter_bench(-1)):
             for ln in self.src.chunk_lines(chunk):
                 yield from self.r.feed(ln)
             return
@@ -473,6 +477,10 @@ class ChunkRun:
         self.n = t.len()
         self.stateful_feeds = 0
         self.window = _WINDOW
+        # From a benchmark run's start on (`enter_bench`), its block reader: the lines that
+        # it would not hand back to the server reader as they are go to `feed` too.
+        self.bench: BlockReader | None = None
+        self.bench_rows: npt.NDArray[np.int64] = np.zeros(0, np.int64)
         self.keep: list[npt.NDArray[np.int64]] = []  # batch positions whose samples to read
         self.fed: list[tuple[int, Sample]] = []
         self.t = t
@@ -656,11 +664,38 @@ class ChunkRun:
 
         read = self.b_layout >= 0
         self.unread = set(self.b_row[~read].tolist())
-        self.feed_rows = np.union1d(self.rare_rows, self.b_row[~read]).tolist()
+        if len(self.bench_rows):  # a benchmark run's reader may take them: fed
+            read &= ~np.isin(self.b_row, self.bench_rows)
+        fed = np.union1d(self.rare_rows, self.b_row[~read])
+        self.feed_rows = np.union1d(fed, self.bench_rows).tolist()
         self.m_pos = np.flatnonzero(read)  # positions in the batch arrays
         self.m_row = self.b_row[self.m_pos]
 
     # ------------------------------------------------------------------ the walk
+
+    def enter_bench(self, after: int) -> bool:
+        """Read on in bulk below a benchmark run's block reader (`Reader.bench`), from the
+        row after `after` on: whether it can. The lines it hands back to the server reader
+        as they are (`BlockReader.passes`) are read as before, and counted as it counts
+        them; any other line goes to `feed`. Not when another reader took the benchmark's
+        server lines, or a phase line read in bulk would not pass (it is read line by line
+        from here on then)."""
+        import numpy as np
+
+        bench = self.r.bench
+        if not isinstance(bench, BlockReader):
+            return False
+        own = bench.embedded
+        if not isinstance(own, _Own) or own.reader is not self.r:
+            return False
+        rows = np.flatnonzero(~bench.passing(self.t))
+        rows = rows[rows > after]
+        if self.planned[rows].any():
+            return False
+        self.bench = bench
+        self.bench_rows = rows
+        self._set_feeds()
+        return True
 
     def run(self) -> Iterator[Record]:
         """Records of the chunk's lines; its samples go to the sink at the end."""
@@ -675,7 +710,12 @@ class ChunkRun:
                     yield from self._feed(row)
                 break
             if not self._idle():  # an open traceback or phase block takes the line
-                if self.r._tb is None and not self._fed_row(i) and not self.planned[i]:
+                if (
+                    self.r._tb is None
+                    and self._passes_through()
+                    and not self._fed_row(i)
+                    and not self.planned[i]
+                ):
                     # all `feed` would do with it beyond the bulk path's reading is close
                     # the phase block: close it here, then read the line in bulk
                     yield from self._close_phase(i)
@@ -692,6 +732,10 @@ class ChunkRun:
                 seg = self._segment(i)
             end = min(j, seg.stop)
             self._count_http(i, end)
+            if self.bench is not None:
+                # They would have passed through it, each counted. (The samples it would
+                # have marked as the server log's embedded: `Reader.finish` unmarks them.)
+                self.bench.passed(end - i)
             yield from self._take_phases(i, end)
             if end == seg.stop:
                 feed_at = seg.feed_at
@@ -714,7 +758,11 @@ class ChunkRun:
         yield from self._hand_over()
 
     def _idle(self) -> bool:
-        return self.r._tb is None and self.r.phase.idle
+        return self.r._tb is None and self.r.phase.idle and self._passes_through()
+
+    def _passes_through(self) -> bool:
+        """No benchmark run's reader, or one that holds nothing (`passes_through`)."""
+        return self.bench is None or self.bench.passes_through
 
     def _fed_row(self, row: int) -> bool:
         k = bisect_left(self.feed_rows, row)
@@ -726,8 +774,14 @@ class ChunkRun:
         records = list(self.r.phase.feed(Line(self.first + row, self.t[row])))
         if records:
             self.r.ctx.embedded.add(_PHASES)
+            self._bench_marks(records)
         yield from self._take(row, records)
         assert self.r.phase.idle  # any line without `ms/cyc` or stage times closes a block
+
+    def _bench_marks(self, records: Iterable[Record]) -> None:
+        """What `Reader.feed` marks of records a benchmark run's reader passes on."""
+        if self.bench is not None and any(isinstance(r, BlockStart) for r in records):
+            self.r.ctx.embedded.add(_BENCH_FORMAT)
 
     def _take(self, row: int, records: Iterable[Record]) -> Iterator[Record]:
         """Records `feed` gave for a row: its samples kept for the hand-over (with the row
@@ -739,10 +793,12 @@ class ChunkRun:
                 yield rec
 
     def _stateful(self, row: int) -> bool:
-        """Whether `feed` may read or change the TP-rank state at this line (batch lines
-        and server args do; events, phase and access lines do not)."""
+        """Whether `feed` may read or change the TP-rank state or the rows read in bulk at
+        this line (batch lines and server args do, and a benchmark run's start; events,
+        phase and access lines do not)."""
         text = self.t[row]
-        return "batch" in text or "server_args=" in text
+        starts = self.r.bench is None and _BENCH_WORD in text
+        return "batch" in text or "server_args=" in text or starts
 
     def _take_phases(self, i: int, end: int) -> Iterator[Record]:
         """The planned phase runs that start in rows [i, end), which the walk reaches with
@@ -755,6 +811,8 @@ class ChunkRun:
             starts = self.r.phase.take(self.phases, lo, hi, self.first)
             self.r.ctx.embedded.add(_PHASES)
             if starts is not None:
+                if self.bench is not None:
+                    self.r.ctx.embedded.add(_BENCH_FORMAT)  # as `Reader.feed` marks them
                 yield starts
 
     def _count_http(self, i: int, end: int) -> None:
@@ -770,8 +828,8 @@ class ChunkRun:
             self.stateful_feeds += 1
             self.window = _WINDOW
         yield from self._take(row, self.r.feed(Line(self.first + row, text)))
-        if self.r.bench is not None:  # a benchmark run from here on: the rest line by line
-            self.stateful_feeds = _MAX_FEEDS + 1
+        if self.r.bench is not None and self.bench is None and not self.enter_bench(row):
+            self.stateful_feeds = _MAX_FEEDS + 1  # a benchmark run from here on, line by line
             return
         if row in self.unread:
             layout = self.f.learn(text)

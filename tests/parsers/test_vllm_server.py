@@ -510,6 +510,26 @@ def test_a_third_kv_device_is_an_unknown_field_not_a_new_metric() -> None:
     assert diags(v0) == ["1:unknown-field"]
 
 
+def test_the_servers_own_args_dump_is_no_benchmark_run() -> None:
+    # `vllm serve` (0.8.5) logs its args as a Namespace with a `dispatch_function`, like
+    # `vllm bench serve`'s dump; its `subparser='serve'` tells them apart
+    args = (
+        "(APIServer pid=1) INFO 04-30 09:10:02 [api_server.py:1044] args: Namespace("
+        "subparser='serve', model_tag='m', port=8000, tensor_parallel_size=2, "
+        "dispatch_function=<function ServeSubcommand.cmd at 0x7f1c2e3b1d80>)"
+    )
+    bench = (
+        "Namespace(subparser='bench', dispatch_function=<function f at 0x7f>, max_concurrency=8)"
+    )
+    assert not vllm_server._BENCH_START.search(args)
+    assert vllm_server._BENCH_START.search(bench)
+    r = parse_text("\n".join([args, ENGINE]) + "\n", path="serve.log", format="vllm-server")
+    src = r.sources[0]
+    assert src.embedded_formats == []
+    assert "foreign-line" not in src.record_counts  # no block reader took the lines
+    assert "gen_throughput_tok_s" in r.columns.metric
+
+
 def test_a_benchmark_block_past_the_sniffed_head_is_still_read() -> None:
     # `vllm serve` and `vllm bench serve` in one log: detection sees only the first 64 KB,
     # all server lines, so this parser must hand the block to the bench-serve reader.

@@ -845,8 +845,10 @@ def sniff(head: str, name: str) -> float:
 
 # The start of `vllm bench serve` output printed into the same log: its Namespace dump,
 # preamble or block title. Detection only sees the head, so a long server log may hold one.
+# `vllm serve` logs its own args as a Namespace with a `dispatch_function` too (0.8.5's
+# `args: Namespace(subparser='serve', ...)`): not a benchmark run.
 _BENCH_START = re.compile(
-    r"=\s*Serving Benchmark Result\s*=|Namespace\(.*\bdispatch_function="
+    r"=\s*Serving Benchmark Result\s*=|Namespace\((?!.*\bsubparser='serve').*\bdispatch_function="
     r"|^\s*Starting initial single prompt test run"
 )
 

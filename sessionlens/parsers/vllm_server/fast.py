@@ -656,6 +656,8 @@ class ChunkRun:
         f = self.f
         self.rows: dict[int, npt.NDArray[np.int64]] = {}
         self.values: dict[int, npt.NDArray[np.float64]] = {}
+        # `_inferred` of a layout's rows, by (layout, the reader's k and version)
+        self._said: dict[tuple[int, int | None, str | None], npt.NDArray[np.int8]] = {}
         self.ts: dict[int, pl.Series] = {}
         self.ranks: dict[int, pl.Series] = {}  # strings
         self.kind = np.full(self.n, -1, np.int8)
@@ -810,7 +812,11 @@ class ChunkRun:
             lo, hi = np.searchsorted(rows, [a, b]).tolist()
             if hi <= lo:
                 continue
-            said = _inferred(lay, self.values[li][lo:hi], reader._k, reader._version)
+            key = (li, reader._k, reader._version)
+            whole = self._said.get(key)
+            if whole is None:  # of all the layout's rows at once: a walk asks many times
+                whole = self._said[key] = _inferred(lay, self.values[li], *key[1:])
+            said = whole[lo:hi]
             new = said >= 0
             if reader._bonus is not None:
                 new &= said != int(reader._bonus.value)

@@ -68,6 +68,9 @@ if TYPE_CHECKING:
 #   mid-file restart with another version's layout costs a few lines);
 # - the TP-rank rule is applied in bulk only in its steady state (the emitting rank of a
 #   group known and nothing held back); any other batch line goes to `feed`;
+# - from a benchmark run's start on, `feed` hands every line to the run's block reader: the
+#   lines it would hand back as they are (`BlockReader.passes`) are read as above while it
+#   holds nothing, the others go to `feed`;
 # - a chunk's samples are handed over at its end in the order `feed` would have yielded them.
 # Chunks are split, classified and matched on worker threads; the main thread walks them in
 # order. `tests/parsers/test_sglang_server_fast.py` compares both paths on every fixture.

@@ -312,11 +312,112 @@ def _polars_split(data: bytes) -> tuple[pl.Series, bool] | None:
     return t, parked
 
 
+# docker's json-file envelope in the one shape its driver writes, the text holding no escape
+# but `\"`, `\/`, `\t` and `\u00XX` of ESC, `<`, `>`, `&` and ending in at most one `\n`:
+# such a line is valid JSON, and `_unwrap_json` gives its text with those unescaped
+# (`clean_series` does it in polars).
+DOCKER_JSON_RX = (
+    r'^\{"log":"(?:[^"\\\x00-\x1f]|\\["/t]|\\u00(?:1b|3c|3e|26))*(?:\\n)?",'
+    r'"stream":"(?:stdout|stderr)","time":"[0-9A-Za-z:.+-]*"\}$'
+)
+_DOCKER_ESCAPES = (
+    ('\\"', '"'),
+    ("\\/", "/"),
+    ("\\t", "\t"),
+    ("\\u001b", "\x1b"),
+    ("\\u003c", "<"),  # Go's encoder escapes <, > and & so
+    ("\\u003e", ">"),
+    ("\\u0026", "&"),
+)
+
+
+def _docker_unwrapped(sub: pl.Series) -> pl.Series | None:
+    """`sub` with each docker json-file line (`DOCKER_JSON_RX`) as `_unwrap_json` unwraps it,
+    where its text holds no `{"` (`clean` then looks at it as it looks at any line: it
+    unwraps no envelope twice), every other line as it is; None when there is none."""
+    ok = sub.str.contains(DOCKER_JSON_RX)
+    if not ok.any():
+        return None
+    at = ok.arg_true()
+    # the text: before the first `","stream":"` (a `"` inside it is escaped), less the
+    # `{"log":"` and one `\n` (no other escape ends in `\n`)
+    text = (
+        sub.gather(at)
+        .str.split_exact('","stream":"', 1)
+        .struct.field("field_0")
+        .str.strip_prefix('{"log":"')
+        .str.strip_suffix("\\n")
+    )
+    text = _unescaped(text)
+    keep = ~text.str.contains('{"', literal=True)
+    if not keep.any():
+        return None
+    return sub.clone().scatter(at.filter(keep), text.filter(keep))
+
+
+# A JSON logging formatter's record (python-json-logger with `%(asctime)s %(levelname)s
+# %(name)s %(message)s`, as `json.dumps` writes it), its texts escaped as `DOCKER_JSON_RX`
+# allows (no `\n`): such a line is valid JSON, and `_unwrap_json` gives `[asctime] message`
+# (`,123` as `.123`), the level first when it is loud.
+_TEXT_RX = r'(?:[^"\\\x00-\x1f]|\\["/t]|\\u00(?:1b|3c|3e|26))*'
+FORMATTER_JSON_RX = (
+    r'^\{"asctime": "[0-9 :,.T+-]{1,39}", "levelname": "[A-Z]{1,20}", '
+    rf'"name": "{_TEXT_RX}"'
+    # other fields between (vLLM's `processName`, `process`); `_formatter_unwrapped` checks
+    # that none repeats a key it reads or is a `log` (`json.loads` keeps a key's last value)
+    rf'(?:, "[A-Za-z_]{{1,40}}": (?:"{_TEXT_RX}"|-?(?:0|[1-9][0-9]{{0,19}})|null|true|false))*'
+    rf', "message": "{_TEXT_RX}"\}}$'
+)
+_FORMATTER_KEYS = ('"asctime": ', '"levelname": ', '"name": ', '"message": ', '"log": ')
+
+
+def _unescaped(text: pl.Series) -> pl.Series:
+    """JSON string bodies `_TEXT_RX` matches, unescaped."""
+    for escaped, char in _DOCKER_ESCAPES:  # each `\` starts one of them: no order matters
+        text = text.str.replace_all(escaped, char, literal=True)
+    return text
+
+
+def _formatter_unwrapped(sub: pl.Series) -> pl.Series | None:
+    """`sub` with each JSON formatter record (`FORMATTER_JSON_RX`) as `_unwrap_json` unwraps
+    it; None when there is none."""
+    import polars as pl
+
+    ok = sub.str.contains(FORMATTER_JSON_RX)
+    for key in _FORMATTER_KEYS:  # (a `"` in a text is escaped: these are keys)
+        ok = ok & (sub.str.count_matches(key, literal=True) == int(key != '"log": '))
+    if not ok.any():
+        return None
+    at = ok.arg_true()
+
+    def cut(text: pl.Series, key: str) -> tuple[pl.Series, pl.Series]:
+        parts = text.str.split_exact(f', "{key}": "', 1)  # where the regex has the key
+        return parts.struct.field("field_0"), parts.struct.field("field_1")
+
+    stamp, rest = cut(sub.gather(at), "levelname")
+    level, rest = cut(rest, "name")
+    _, message = cut(rest, "message")
+    stamp = stamp.str.strip_suffix('"')
+    level = level.str.strip_suffix('"')
+    stamp = stamp.str.strip_prefix('{"asctime": "').str.replace(_ASCTIME_MS.pattern, "${1}.${2}")
+    loud = pl.select(level.is_in(sorted(_LOUD_LEVELS))).to_series()
+    lead = pl.select(pl.when(loud).then(level + " ").otherwise(pl.lit(""))).to_series()
+    # (it starts with `[`: `clean` unwraps it no more)
+    text = "[" + stamp + "] " + lead + _unescaped(message.str.strip_suffix('"}'))
+    return sub.clone().scatter(at, text)
+
+
 def clean_series(sub: pl.Series, parked: bool, esc: bool = True) -> pl.Series:
     """`clean` of lines with terminal noise: in polars when the noise is only ANSI codes
-    (`CLEAN_STEPS`, in the same order), else by `clean` itself (given back their `\r`s when
-    those were `parked` as `\x1e`). `esc`: whether an ESC may stand in them (the steps that
-    remove ESC sequences are skipped otherwise: they change nothing there)."""
+    (`CLEAN_STEPS`, in the same order) or a JSON envelope of docker's or a formatter's,
+    else by `clean` itself (given back their `\r`s when those were `parked` as `\x1e`).
+    `esc`: whether an ESC may stand in them (the steps that remove ESC sequences are skipped
+    otherwise: they change nothing there)."""
+    for head, unwrap in (('{"log":', _docker_unwrapped), ('{"asctime": ', _formatter_unwrapped)):
+        if sub.str.starts_with(head).any():
+            unwrapped = unwrap(sub)
+            if unwrapped is not None:
+                sub, esc = unwrapped, True  # (an `\u001b` gave an ESC)
     fixed = sub
     for pattern, literal in CLEAN_STEPS:
         if esc or pattern not in _ESC_STEPS:

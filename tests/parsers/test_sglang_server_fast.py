@@ -9,6 +9,7 @@ benchmarks/, never here.
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import re
@@ -670,6 +671,73 @@ def test_polars_cleaning_is_clean() -> None:
     assert got == [_lines.clean(x.replace("\x1e", "\r")) for x in lines]
     got = _lines.clean_series(pl.Series(lines, dtype=pl.String), False).to_list()
     assert got == [_lines.clean(x) for x in lines]
+
+
+def test_json_log_lines_are_unwrapped_in_polars_as_clean_does() -> None:
+    """docker's json-file envelope and a JSON formatter's record are unwrapped in polars
+    where their text allows (`DOCKER_JSON_RX`, `FORMATTER_JSON_RX`), by `clean` otherwise:
+    the same text either way, for envelopes `json.dumps` wrote of random texts (escapes,
+    ANSI codes, nested JSON, newlines, control bytes, non-ASCII) and for near-envelopes
+    (other key orders, spacing, a broken end)."""
+    rng = random.Random(5)
+    alphabet = ["\x1b[32m", "\x1b[0m", "[1;36m", '"', "\\", "/", "\n", "\r", "\t", "\x1e",
+                '{"', "}", "`", "**", "> ", "~~~", "é", "€", " ", "a", "Decode batch, #token: 1",
+                "\x7f", "\u2028", ":", ",", "<", "->", "&"]  # fmt: skip
+    lines = []
+    for _ in range(3000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randrange(12)))
+        if rng.random() < 0.05:  # a JSON-formatted log the container printed
+            text = '{"asctime": "2025-01-01 10:00:00,123", "message": "' + text + '"}'
+        if rng.random() < 0.7:
+            text += "\n"
+        stream = rng.choice(["stdout", "stderr"])
+        obj = {"log": text, "stream": stream, "time": "2025-11-14T09:10:00.123456789Z"}
+        line = json.dumps(obj, separators=(",", ":"), ensure_ascii=rng.random() < 0.5)
+        if rng.random() < 0.3:  # a JSON logging formatter's record instead
+            stamp = rng.choice(["2026-10-30 15:02:03,123", "2026-10-30 15:02:03", "15:02", ""])
+            level = rng.choice(["INFO", "DEBUG", "WARNING", "ERROR", "CRITICAL", "info"])
+            message = text.removesuffix("\n")
+            record = {"asctime": stamp, "levelname": level, "name": "sglang.x", "message": message}
+            if rng.random() < 0.1:
+                record = {"message": message, "asctime": stamp}
+            line = json.dumps(record, ensure_ascii=rng.random() < 0.5)
+            if rng.random() < 0.4:  # other fields before the message (vLLM's)
+                extra = rng.choice(
+                    [
+                        '"processName": "EngineCore_DP0", "process": 7100',
+                        '"process": 0, "x": null, "y": true',
+                        '"process": 007',  # no JSON
+                        '"process": -12, "message": "first"',  # a key twice
+                        '"log": "docker\'s"',
+                        '"name2": "a\\"b"',
+                    ]
+                )
+                line = line.replace(', "message": ', f", {extra}, " + '"message": ', 1)
+        if rng.random() < 0.5:  # as Go's encoder writes it (docker's): `<>&` escaped
+            for char, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):
+                line = line.replace(char, escaped)
+        if rng.random() < 0.1:
+            line = line.replace("/", "\\/")  # (valid JSON too)
+        roll = rng.random()
+        if roll < 0.05:
+            line = json.dumps(obj)  # spaces after the separators
+        elif roll < 0.1:
+            line = json.dumps({"stream": stream, **obj}, separators=(",", ":"))
+        elif roll < 0.15:
+            line = line[:-1]  # cut
+        elif roll < 0.2:
+            line = " " + line + " "
+        elif roll < 0.25:
+            line = line.replace("\\t", "\t")  # a raw control byte: no JSON
+        lines.append(line)
+    matched = pl.Series(lines).str.contains(_lines.DOCKER_JSON_RX).sum()
+    assert 300 < matched < 2500  # both paths taken
+    assert pl.Series(lines).str.contains(_lines.FORMATTER_JSON_RX).sum() > 100
+    for parked in (False, True):
+        want = [_lines.clean(x.replace("\x1e", "\r") if parked else x) for x in lines]
+        for esc in (False, True):  # (a docker log's bytes hold no ESC: `\u001b` stands there)
+            got = _lines.clean_series(pl.Series(lines, dtype=pl.String), parked, esc)
+            assert got.to_list() == want
 
 
 def test_polars_lines_clean_every_noisy_line() -> None:

@@ -323,7 +323,7 @@ def test_every_line_the_reader_acts_on_holds_a_word(name: str) -> None:
         "INFO 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: nan tokens/s, Avg generation throughput: 1.0 tokens/s",
         "INFO 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: 1.0 tokens/s, Running: 5",
         "ERROR 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: 1.0 tokens/s, Running: 5 reqs",
-        "INFO 11-14 09:00:00 [metrics.py:42] Speculative metrics: Draft acceptance rate: 0.203, Number of accepted tokens: 104",
+        "INFO 10-21 14:01:45 metrics.py:367] Speculative metrics: Draft acceptance rate: 0.587, System efficiency: 0.541, Number of speculative tokens: 3, Number of accepted tokens: 1320, Number of draft tokens: 2250, Number of emitted tokens: 1623.",
         "INFO 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: 1.0 tokens/s, Widgets: 3",
         "INFO 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: 1.0 tokens/s — ü",
     ],
@@ -542,3 +542,47 @@ def test_kv_fetch_counts_are_read_in_bulk(tmp_path: Path, monkeypatch: pytest.Mo
         )
     rows = same_in_bulk(tmp_path / "kv-fetch.log", lines, monkeypatch, (3000, 1 << 20))
     assert rows >= 400 - 8
+
+
+@pytest.mark.parametrize("engine", ["V1 ", ""])
+def test_speculative_metrics_lines_are_read_in_bulk_unless_a_v0_engine_counts_them(
+    engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Early V1's `Speculative metrics` lines (0.8.0-0.8.1: V0's title, per-interval counts)
+    are learned and read in bulk; after a V0 engine's start the reader takes the same lines
+    for cumulative counters, and they are fed: the same through both paths either way."""
+    rng = random.Random(7)
+    lines = [
+        f"INFO 03-24 16:02:24 [core.py:51] Initializing a{'n' * (not engine)} {engine}LLM "
+        "engine (v0.8.1) with config: model='Qwen/Qwen2.5-7B-Instruct'"
+    ]
+    for k in range(300):
+        ts = f"03-24 16:{k // 60:02d}:{k % 60:02d}"
+        lines.append(
+            f"INFO {ts} [loggers.py:80] Avg prompt throughput: {rng.uniform(0, 999):.1f} "
+            f"tokens/s, Avg generation throughput: {rng.uniform(1, 999):.1f} tokens/s, "
+            f"Running: {rng.randint(1, 9)} reqs, Waiting: 0 reqs, GPU KV cache usage: "
+            f"{rng.uniform(0, 9):.1f}%, Prefix cache hit rate: 0.0%"
+        )
+        lines.append(
+            f"INFO {ts} [metrics.py:42] Speculative metrics: Draft acceptance rate: "
+            f"{rng.random():.3f}, Number of accepted tokens: {k * 100 + rng.randint(0, 99)}, "
+            f"Number of draft tokens: {k * 512 + 512}, "
+        )
+    fed: list[int] = []
+    real = V.Reader._spec
+
+    def spec(self: Any, ln: Any, m: Any) -> Any:
+        if self.ctx.file == "spec.log":  # (not the learning's own readers)
+            fed.append(ln.no)
+        return real(self, ln, m)
+
+    monkeypatch.setattr(V.Reader, "_spec", spec)
+    rows = same_in_bulk(tmp_path / "spec.log", lines, monkeypatch, (3000, 1 << 20))
+    fed.clear()
+    parse(tmp_path / "spec.log", monkeypatch, fast=True)
+    assert rows >= 600 - 16  # the engine and spec lines matched a layout
+    if engine:
+        assert len(fed) <= 8  # and were read so
+    else:
+        assert len(fed) == 300  # the spec lines were fed: cumulative counters

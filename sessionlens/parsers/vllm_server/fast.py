@@ -38,6 +38,7 @@ from . import (
     _MFU_VALUE,
     _SPEC_FIELDS,
     _SPEC_MARK,
+    _V0_ONLY,
     BENCH_WORDS,
     FEED_WORDS,
     Reader,
@@ -67,6 +68,8 @@ if TYPE_CHECKING:
 #   first tells (or first contradicts) whether it counts the bonus token;
 # - a spec line's engine and idle state are those of the engine line before it, read in bulk
 #   or fed;
+# - a `Speculative metrics` line holds V0's cumulative counters, which the reader differences
+#   line by line, when its fields are V0's or an engine line said V0: fed then;
 # - a benchmark run printed into the log ends the chunk path: the rest goes line by line.
 # Chunks are split, classified and matched on worker threads; the main thread walks them in
 # order, feeding what must be fed, and hands each chunk's samples over in line order.
@@ -122,6 +125,9 @@ class _Layout:
     drafted: int = -1
     positions: tuple[int, ...] = ()
     era: bool = False
+    # spec: titled `Speculative metrics` (V0's title, early V1's too), which the reader
+    # reads as cumulative counters once an engine line said V0 (fed then)
+    v0_title: bool = False
     # where the first value stands (all before it has a pinned width), and the numbers
     # before it: they are not read (none is a value, a rank or an idle mark)
     lead: int = 0
@@ -158,6 +164,7 @@ def _learn(text: str) -> _Layout | None:
     shape alike in the steady state (the walk feeds the lines that leave it)."""
     if not text.isascii() or any(w in text for w in ("ERROR", "CRITICAL", *BENCH_WORDS)):
         return None
+    v0_title = False
     m = _ENGINE_MARK.search(text)
     if m is not None:
         kind, marker = _ENGINE, m.start()
@@ -168,9 +175,10 @@ def _learn(text: str) -> _Layout | None:
         )
         holes = _values(text, body)
     elif (s := _SPEC_MARK.search(text)) is not None:
-        if s.group("kind") != "SpecDecoding":
-            return None  # `Speculative metrics` may be V0's cumulative counters: fed
         kind, marker, body = _SPEC, s.start(), s.end()
+        v0_title = s.group("kind") != "SpecDecoding"
+        if v0_title and _keys(text, body) & _V0_ONLY:
+            return None  # V0's cumulative counters, differenced line by line: fed
         holes = _values(text, body)
     elif "MFU" in text and (f := _MFU_MARK.search(text)) is not None:
         kind, marker, body = _MFU, f.start(), f.end()
@@ -242,6 +250,7 @@ def _learn(text: str) -> _Layout | None:
                 o.num for o in outputs if o.metric.startswith("position_acceptance_rate_")
             ),
             era=_era(text, body),
+            v0_title=v0_title,
         )
     # the numbers before the first one read need not be read
     skip = min(value_nums | {o.num for o in outputs} | set(layout.idle or ()))
@@ -303,14 +312,19 @@ def _values(text: str, start: int) -> list[tuple[int, int]] | None:
     return holes
 
 
-def _era(text: str, body: int) -> bool:
-    """Whether a spec line's field set is of the bonus-counting era (`_BONUS_ERA`)."""
+def _keys(text: str, body: int) -> set[str]:
+    """A spec line's field keys and their metrics, as `Reader._spec` names them."""
     keys: set[str] = set()
     for f in keyed_fields(text, body):
         entry = lookup_field(f.key, _SPEC_FIELDS)
         if entry is not None:
             keys |= {entry[0], f.key}
-    return bool(keys & _BONUS_ERA)
+    return keys
+
+
+def _era(text: str, body: int) -> bool:
+    """Whether a spec line's field set is of the bonus-counting era (`_BONUS_ERA`)."""
+    return bool(_keys(text, body) & _BONUS_ERA)
 
 
 def _ts_span(text: str, end: int) -> tuple[int, int] | None:
@@ -781,10 +795,12 @@ class ChunkRun:
         done = reader._settings_done
         for li, rows in self.rows.items():
             lay = f.layouts[li]
-            first_time = (lay.aggregated and "aggregated_engines" not in done) or (
-                lay.kv and "kv_cache_device" not in done
+            fed = (
+                (lay.aggregated and "aggregated_engines" not in done)
+                or (lay.kv and "kv_cache_device" not in done)
+                or (lay.v0_title and reader._engine_v0 is True)  # then cumulative counters
             )
-            if first_time:
+            if fed:
                 at = int(np.searchsorted(rows, a))
                 if at < len(rows) and rows[at] < b:
                     found.append(int(rows[at]))

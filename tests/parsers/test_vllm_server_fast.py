@@ -586,3 +586,59 @@ def test_speculative_metrics_lines_are_read_in_bulk_unless_a_v0_engine_counts_th
         assert len(fed) <= 8  # and were read so
     else:
         assert len(fed) == 300  # the spec lines were fed: cumulative counters
+
+
+def test_idle_intervals_nan_spec_lines_are_read_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0.8.5 prints an idle interval's SpecDecoding line with `nan` values: learned, and read
+    in bulk while the reader is idle (a spec line then gives nothing); after a busy engine
+    line the same line is fed (its `nan`s are notes), and reads the same."""
+    rng = random.Random(8)
+    pre = "\x1b[36m(APIServer pid=4012)\x1b[0m INFO 04-30 09:{m:02d}:{s:02d}"
+    lines = []
+    for k in range(400):
+        head = pre.format(m=k // 60, s=k % 60)
+        busy = k >= 20 and rng.random() < 0.5  # idle at first: no mean acceptance length yet
+        running = rng.randint(1, 32) if busy else 0
+        gen = rng.uniform(10, 400) if busy else 0.0
+        lines.append(
+            f"{head} [loggers.py:111] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg "
+            f"generation throughput: {gen:.1f} tokens/s, Running: {running} reqs, Waiting: 0 "
+            f"reqs, GPU KV cache usage: {rng.uniform(0, 9) if busy else 0:.1f}%, Prefix cache "
+            "hit rate: 0.0%"
+        )
+        if busy and rng.random() < 0.9:
+            rate = rng.uniform(40, 80)
+            spec = (
+                f"Draft acceptance rate: {rate:.1f}%, Mean acceptance length: "
+                f"{1 + rate / 50:.2f}, Accepted: {rng.randint(1, 999)} tokens, Drafted: "
+                f"{rng.randint(1000, 2000)} tokens"
+            )  # (no per-position rates: whether it counts the bonus token stays unknown,
+            # and the note says the first line with a mean acceptance length, a `nan` one)
+        else:  # idle, or (rarely) busy with nothing drafted
+            spec = (
+                "Draft acceptance rate: nan%, Mean acceptance length: nan, Accepted: 0 "
+                "tokens, Drafted: 0 tokens, Per-position acceptance rate: nan, nan, nan"
+            )
+        if k == 200 and not busy:
+            spec += ", Widgets: 3"  # a field the reader names in a note, idle or not
+        lines.append(f"{head} [metrics.py:82] SpecDecoding metrics: {spec}")
+    fed: list[int] = []
+    real = V.Reader._spec
+
+    def spec(self: Any, ln: Any, m: Any) -> Any:
+        if self.ctx.file == "nan.log":  # (not the learning's own readers)
+            fed.append(ln.no)
+        return real(self, ln, m)
+
+    monkeypatch.setattr(V.Reader, "_spec", spec)
+    same_in_bulk(tmp_path / "nan.log", lines, monkeypatch, (3000, 1 << 20))
+    fed.clear()
+    parse(tmp_path / "nan.log", monkeypatch, fast=True)
+    nan_lines = [k + 1 for k, x in enumerate(lines) if "nan%" in x]
+    busy_nan = [n for n in nan_lines if "Running: 0 reqs" not in lines[n - 2]]
+    assert len(nan_lines) > 150  # both kinds of `nan` line are there
+    assert busy_nan
+    assert set(busy_nan) <= set(fed)  # a busy interval's `nan` line is fed (its notes)
+    assert len(fed) <= len(busy_nan) + 16  # the idle ones are read in bulk

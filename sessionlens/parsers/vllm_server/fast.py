@@ -67,7 +67,8 @@ if TYPE_CHECKING:
 #   KV cache device), a kind of line first said, a spec line whose mean acceptance length
 #   first tells (or first contradicts) whether it counts the bonus token;
 # - a spec line's engine and idle state are those of the engine line before it, read in bulk
-#   or fed;
+#   or fed; a spec line whose values print `nan` (an idle interval's) is read only while
+#   the reader is idle (it gives nothing then), and fed else;
 # - a `Speculative metrics` line holds V0's cumulative counters, which the reader differences
 #   line by line, when its fields are V0's or an engine line said V0: fed then;
 # - a benchmark run printed into the log ends the chunk path: the rest goes line by line.
@@ -135,6 +136,10 @@ class _Layout:
     # `pattern` with a group around each number from the `skip`-th on: the line matched and
     # its numbers read in one pass (`ChunkRun._try`); "" beyond `_CAPTURE_MAX` groups
     capture: str = ""
+    # spec: values printed `nan` (an idle interval's line: no sample, read only while the
+    # reader is idle; fed else), and whether it names a mean acceptance length
+    nan_idle: bool = False
+    says_accept: bool = False
 
 
 # ---------------------------------------------------------------------- learning
@@ -152,11 +157,59 @@ def _steady(ctx: ParseContext) -> Reader:
     return r
 
 
-def _read_alone(text: str) -> tuple[list[Record], dict[str, int]]:
-    """What the steady reader yields from one line (its notes too), and its counts."""
+def _read_alone(text: str, idle: bool = False) -> tuple[list[Record], dict[str, int]]:
+    """What the steady reader (`idle`: after an idle interval) yields from one line (its
+    notes too), and its counts."""
     ctx = ParseContext(file="")
-    records = list(_steady(ctx).feed(Line(1, text)))
+    reader = _steady(ctx)
+    reader._idle = idle
+    records = list(reader.feed(Line(1, text)))
     return records + list(ctx.diagnostics), dict(ctx.counts)
+
+
+def _nan_idle(
+    text: str, kind: int, marker: int, body: int, holes: list[tuple[int, int]], v0_title: bool
+) -> _Layout | None:
+    """The layout of a spec line whose values are printed `nan` but its counts (0.8.5's
+    idle interval: `Draft acceptance rate: nan%, Mean acceptance length: nan, Accepted: 0
+    tokens, ...`), when the reader after an idle interval reads it, and copies with other
+    counts, as a spec line and nothing more: no sample, no note."""
+    nums = list(_NUM.finditer(text))
+    index = {n.span(): k for k, n in enumerate(nums)}
+    nan = [h for h in holes if text[h[0] : h[1]] == "nan"]
+    if kind != _SPEC or not nan or not nums or any(h not in index for h in holes if h not in nan):
+        return None
+    value_nums = {index[h] for h in holes if h not in nan}
+    pattern = _pattern(text, nums, value_nums)
+    if re.fullmatch(pattern, text) is None:
+        return None
+    for copy in [text] + [_renumbered(text, nums, value_nums, seed) for seed in range(2)]:
+        if _read_alone(copy, idle=True) != ([], {"spec": 1}):
+            return None
+    ts = _ts_span(text, marker)
+    if ts == (-1, -1):
+        return None
+    skip = len(nums) - 1  # no number is read: the last one only, to match and slice once
+    capture = _pattern(text, nums, value_nums, skip)
+    if re.fullmatch(capture, text) is None:
+        return None
+    return _Layout(
+        kind=_SPEC,
+        pattern=pattern,
+        nums=len(nums),
+        outputs=(),
+        ts=ts,
+        rank=None,
+        idle=None,
+        aggregated=False,
+        kv=False,
+        lead=nums[skip].start(),
+        skip=skip,
+        capture=capture,
+        v0_title=v0_title,
+        nan_idle=True,
+        says_accept="accept_len" in _keys(text, body),
+    )
 
 
 def _learn(text: str) -> _Layout | None:
@@ -187,6 +240,8 @@ def _learn(text: str) -> _Layout | None:
         return None
     nums = list(_NUM.finditer(text))
     index = {n.span(): k for k, n in enumerate(nums)}
+    if holes and any(text[h[0] : h[1]] == "nan" for h in holes):
+        return _nan_idle(text, kind, marker, body, holes, v0_title)
     if holes is None or not holes or any(h not in index for h in holes):
         return None
     value_nums = {index[h] for h in holes}
@@ -804,6 +859,11 @@ class ChunkRun:
                 at = int(np.searchsorted(rows, a))
                 if at < len(rows) and rows[at] < b:
                     found.append(int(rows[at]))
+            if lay.nan_idle:  # read only while the reader is idle
+                lo, hi = np.searchsorted(rows, [a, b]).tolist()
+                busy = np.flatnonzero(~self._spec_state(rows[lo:hi])[2])
+                if len(busy):
+                    found.append(int(rows[lo + busy[0]]))
         for code, name in enumerate(_UNREAD_KINDS):
             if name not in reader._unread_kinds and self.n_unread[code][b] > self.n_unread[code][a]:
                 hit = np.flatnonzero(self.unread[a:b] == code)
@@ -877,7 +937,7 @@ class ChunkRun:
             reader._idle = bool(self.engine_idle[hi - 1])
         if reader._accept_line is None:
             for li, rows in self.rows.items():
-                if self.f.layouts[li].accept >= 0:
+                if self.f.layouts[li].accept >= 0 or self.f.layouts[li].says_accept:
                     at = int(np.searchsorted(rows, a))
                     if at < len(rows) and rows[at] < b:
                         row = self.first + int(rows[at])

@@ -364,11 +364,15 @@ FORMATTER_JSON_RX = (
     r'^\{"asctime": "[0-9 :,.T+-]{1,39}", "levelname": "[A-Z]{1,20}", '
     rf'"name": "{_TEXT_RX}"'
     # other fields between (vLLM's `processName`, `process`); `_formatter_unwrapped` checks
-    # that none repeats a key it reads or is a `log` (`json.loads` keeps a key's last value)
+    # that none repeats a key it reads (`json.loads` keeps a key's last value) or is one of
+    # `_FORMATTER_NEVER`
     rf'(?:, "[A-Za-z_]{{1,40}}": (?:"{_TEXT_RX}"|-?(?:0|[1-9][0-9]{{0,19}})|null|true|false))*'
     rf', "message": "{_TEXT_RX}"\}}$'
 )
-_FORMATTER_KEYS = ('"asctime": ', '"levelname": ', '"name": ', '"message": ', '"log": ')
+# the keys `_formatter_unwrapped` reads once each, and those no record it unwraps may hold
+# (a `log`, which `_unwrap_json` would read instead; a benchmark record's, which it leaves)
+_FORMATTER_ONCE = ('"asctime": ', '"levelname": ', '"name": ', '"message": ')
+_FORMATTER_NEVER = ('"log": ', *(f'"{key}": ' for key in sorted(_RECORD_KEYS)))
 
 
 def _unescaped(text: pl.Series) -> pl.Series:
@@ -384,8 +388,9 @@ def _formatter_unwrapped(sub: pl.Series) -> pl.Series | None:
     import polars as pl
 
     ok = sub.str.contains(FORMATTER_JSON_RX)
-    for key in _FORMATTER_KEYS:  # (a `"` in a text is escaped: these are keys)
-        ok = ok & (sub.str.count_matches(key, literal=True) == int(key != '"log": '))
+    for keys, times in ((_FORMATTER_ONCE, 1), (_FORMATTER_NEVER, 0)):
+        for key in keys:  # (a `"` in a text is escaped: these are keys)
+            ok = ok & (sub.str.count_matches(key, literal=True) == times)
     if not ok.any():
         return None
     at = ok.arg_true()

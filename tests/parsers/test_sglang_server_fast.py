@@ -709,6 +709,7 @@ def test_json_log_lines_are_unwrapped_in_polars_as_clean_does() -> None:
                         '"process": 007',  # no JSON
                         '"process": -12, "message": "first"',  # a key twice
                         '"log": "docker\'s"',
+                        '"completed": 5',  # a benchmark record's key: data, not a log
                         '"name2": "a\\"b"',
                     ]
                 )

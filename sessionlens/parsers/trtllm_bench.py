@@ -154,7 +154,10 @@ class Reader:
         m = _SUB.match(text)
         if m is not None and self._block is not None:
             unit = re.search(r"\((ms|s|sec|seconds)\)", m["t"])
-            self._sub_unit = unit.group(1) if unit else "ms"
+            # (`seconds` spelled out: a unit `_fields.convert_time` knows as `s`)
+            self._sub_unit = (
+                ("s" if unit.group(1) == "seconds" else unit.group(1)) if unit else "ms"
+            )
             return
         m = _BREAKDOWN.match(text)
         if m is not None and self._block is not None:

@@ -89,3 +89,13 @@ def test_a_non_finite_json_setting_is_text() -> None:
     assert settings["engine.max_seq_len"] == "inf"
     assert settings["engine.max_batch"] == "-inf"
     assert settings["engine.beam"] == "nan"
+
+
+def test_a_breakdown_in_seconds_spelled_out_is_read_in_seconds() -> None:
+    # `(seconds)` is a unit the section header may name (found by the fuzz run: it raised)
+    text = (HERE / "v0.19-latency-cut-mid-number.log").read_text()
+    r = parse_text(text.replace("Breakdown (ms)", "Breakdown (seconds)"), path="t.log")
+    ms = parse_text(text, path="t.log")
+    p50 = [m for m in r.columns.metric if "p50" in m]
+    assert p50  # a breakdown row read, in ms whatever the header's unit
+    assert values(r, p50[0]) == [v * 1000 for v in values(ms, p50[0])]

@@ -80,6 +80,29 @@ def parse(
     return samples, others, counts, sorted(ctx.embedded), notes, src.n_lines, src.sha256
 
 
+def spec_lines_fed(
+    path: Path, lines: list[str], monkeypatch: pytest.MonkeyPatch
+) -> tuple[int, list[int]]:
+    """`same_in_bulk` at two chunk sizes, and the line numbers of the spec lines `feed`
+    read in the chunk path's last run (not the learning's own readers)."""
+    fed: list[int] = []
+    real = V.Reader._spec
+
+    def spec(self: Any, ln: Any, m: Any) -> Any:
+        if self.ctx.file == path.name:
+            fed.append(ln.no)
+        return real(self, ln, m)
+
+    monkeypatch.setattr(V.Reader, "_spec", spec)
+    path.write_text("\n".join(lines) + "\n")
+    for chunk in (3000, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+    fed.clear()
+    Bulk.rows = 0
+    parse(path, monkeypatch, fast=True)
+    return Bulk.rows, fed
+
+
 def assert_same(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
     slow = parse(path, monkeypatch, fast=False)
     fast = parse(path, monkeypatch, fast=True, chunk=chunk)
@@ -569,18 +592,7 @@ def test_speculative_metrics_lines_are_read_in_bulk_unless_a_v0_engine_counts_th
             f"{rng.random():.3f}, Number of accepted tokens: {k * 100 + rng.randint(0, 99)}, "
             f"Number of draft tokens: {k * 512 + 512}, "
         )
-    fed: list[int] = []
-    real = V.Reader._spec
-
-    def spec(self: Any, ln: Any, m: Any) -> Any:
-        if self.ctx.file == "spec.log":  # (not the learning's own readers)
-            fed.append(ln.no)
-        return real(self, ln, m)
-
-    monkeypatch.setattr(V.Reader, "_spec", spec)
-    rows = same_in_bulk(tmp_path / "spec.log", lines, monkeypatch, (3000, 1 << 20))
-    fed.clear()
-    parse(tmp_path / "spec.log", monkeypatch, fast=True)
+    rows, fed = spec_lines_fed(tmp_path / "spec.log", lines, monkeypatch)
     assert rows >= 600 - 16  # the engine and spec lines matched a layout
     if engine:
         assert len(fed) <= 8  # and were read so
@@ -624,18 +636,7 @@ def test_idle_intervals_nan_spec_lines_are_read_in_bulk(
         if k == 200 and not busy:
             spec += ", Widgets: 3"  # a field the reader names in a note, idle or not
         lines.append(f"{head} [metrics.py:82] SpecDecoding metrics: {spec}")
-    fed: list[int] = []
-    real = V.Reader._spec
-
-    def spec(self: Any, ln: Any, m: Any) -> Any:
-        if self.ctx.file == "nan.log":  # (not the learning's own readers)
-            fed.append(ln.no)
-        return real(self, ln, m)
-
-    monkeypatch.setattr(V.Reader, "_spec", spec)
-    same_in_bulk(tmp_path / "nan.log", lines, monkeypatch, (3000, 1 << 20))
-    fed.clear()
-    parse(tmp_path / "nan.log", monkeypatch, fast=True)
+    _, fed = spec_lines_fed(tmp_path / "nan.log", lines, monkeypatch)
     nan_lines = [k + 1 for k, x in enumerate(lines) if "nan%" in x]
     busy_nan = [n for n in nan_lines if "Running: 0 reqs" not in lines[n - 2]]
     assert len(nan_lines) > 150  # both kinds of `nan` line are there

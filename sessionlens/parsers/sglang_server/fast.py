@@ -761,8 +761,7 @@ class ChunkRun:
         yield from self._hand_over()
 
     def _idle(self) -> bool:
-        bench = self.bench
-        return self.r._tb is None and self.r.phase.idle and (bench is None or bench.passes_through)
+        return self.r._tb is None and self.r.phase.idle and self._passes_through()
 
     def _passes_through(self) -> bool:
         """No benchmark run's reader, or one that holds nothing (`passes_through`)."""

@@ -1020,3 +1020,75 @@ def test_mixed_prefill_lines_of_0_3_0_are_read_in_bulk(
             )
     rows = same_in_bulk(tmp_path / "mixed.log", lines, monkeypatch, (3000, 1 << 20))
     assert rows >= 500 - 12
+
+
+def test_values_below_zero_are_read_in_bulk_once_only_tallied(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """HiSparse with SWA (0.5.23) may print `#full token: -12, full token usage: -0.00`.
+    The reader takes no sample of a value below zero and gives a diagnostic for each of the
+    first `_MAX_BAD_NOTES` of a field, then only tallies them. Lines of such values on
+    every TP rank, in the 0.5.23 and the 0.4.9 SWA forms, idle ones among them, with usages
+    of -0.00 and 0.00 side by side (Python's `max` keeps the first of the two, polars' the
+    last): the same through both paths; past the diagnostics, read in bulk."""
+    rng = random.Random(7)
+    lines = []
+    for k in range(400):
+        ts = f"2026-10-30 15:{k // 60:02d}:{k % 60:02d}"
+        running = rng.choice([0, 3, 3, 3, 17])
+        full = rng.choice(["14410", "-12", "-3", "0", "-0"])
+        usage = "-0.00" if full.startswith("-") else rng.choice(["0.02", "0.00"])
+        swa_usage = rng.choice(["0.00", "0.11", "-0.00"])
+        for rank in range(4):
+            if k % 3:
+                body = (
+                    f"#running-req: {running}, #full token: {full}, full token usage: {usage}, "
+                    f"#swa token: 3000, swa token usage: {swa_usage}, cuda graph: True, "
+                    f"gen throughput (token/s): {rng.uniform(0, 999):.2f}, #queue-req: 0"
+                )
+            else:
+                body = (
+                    f"#running-req: {running}, #token: full={full}, swa=3000, token usage: "
+                    f"full={usage}, swa={swa_usage}, gen throughput (token/s): 410.00, "
+                    "#queue-req: 0, "
+                )
+            lines.append(f"[{ts} TP{rank}] Decode batch, {body}")
+    path = tmp_path / "hisparse.log"
+    rows = same_in_bulk(path, lines, monkeypatch, (3000, 1 << 20))
+    assert rows > 150
+    # -0.0 == 0.0: the signs of the values compared on their own
+    signs = [
+        [math.copysign(1.0, s[1]) for s in parse(path, monkeypatch, fast)[0]]
+        for fast in (False, True)
+    ]
+    assert signs[0] == signs[1]
+    assert signs[0].count(-1.0) > 50
+    fed = rows_fed(monkeypatch)
+    _, _, counts, _, notes, _, _ = parse(path, monkeypatch, fast=True)
+    below = [n for n in notes if "impossible-value" in n]
+    # the first 20 (`#token: full=-12` is `#full token` too), and a tally of the rest
+    assert len(below) == R._MAX_BAD_NOTES + 1, below
+    assert counts["impossible-value"] > 4 * 100
+    # those 40 lines and the first ones that settle the TP-rank state and the layouts
+    assert len(fed) < 120, len(fed)
+
+
+@pytest.mark.parametrize(
+    ("value", "bad"),
+    [("-12", True), ("-3.50", True), ("-0", False), ("-00.000", False), ("-0.05", None)],
+)
+def test_a_field_below_zero_is_learned(value: str, bad: bool | None) -> None:
+    line = (
+        f"[2026-10-30 15:02:05 TP0] Decode batch, #running-req: 3, #full token: {value}, "
+        "full token usage: -0.00, cuda graph: True, gen throughput (token/s): 410.00, "
+        "#queue-req: 0"
+    )
+    layout = F._learn(line)
+    if bad is None:  # below zero by its fraction alone: left to `feed`
+        assert layout is None
+        return
+    assert layout is not None
+    assert layout.bad == ((("decode", "#full token", "impossible-value"),) if bad else ())
+    assert ("num_token" in [m for m, _, _ in layout.outputs]) is not bad
+    assert re.fullmatch(layout.pattern, line)
+    assert not re.fullmatch(layout.pattern, line.replace(value, "12" if bad else "-7"))

@@ -66,6 +66,9 @@ if TYPE_CHECKING:
 #   prefix shape, field keys and value shapes, so that a line matching it yields what `feed`
 #   would yield; a line no layout reads goes to `feed` (and may teach a new layout: a
 #   mid-file restart with another version's layout costs a few lines);
+# - a value printed below zero (`#full token: -12`) is a value shape of its own, which gives
+#   no sample: its lines go to `feed` until the reader has given all its diagnostics for
+#   that field (`_MAX_BAD_NOTES`), and are tallied in bulk from then on;
 # - the TP-rank rule is applied in bulk only in its steady state (the emitting rank of a
 #   group known and nothing held back); any other batch line goes to `feed`;
 # - from a benchmark run's start on, `feed` hands every line to the run's block reader: the
@@ -103,6 +106,7 @@ _TS_SHAPES = {
 _INT_SHAPE = re.compile(r"[0-9]{1,15}")
 _DEC_SHAPE = re.compile(r"[0-9]{1,15}\.(?P<d>[0-9]{1,15})")
 _ZERO = r"0{1,15}(?:\.0{1,15})?"
+_ZERO_SIGNED = (r"0{{1,15}}(?:\.0{{1,15}})?", r"0{{1,15}}\.0{{{d},15}}")  # without, with decimals
 # What the bulk TP-rank rule decides for a (kind, rank) of a run (`ranks.Ranks.decide`).
 _DUP, _EMIT, _PLAIN, _FEED = ranks.DUP, ranks.EMIT, ranks.PLAIN, ranks.FEED
 
@@ -130,6 +134,9 @@ class _Layout:
     # per capture group: (item, offset, is a percent) of its text in the line split at
     # ", " (cheaper to read than the capture groups), or None (see `_items`)
     items: tuple[tuple[int, int, bool], ...] | None
+    # fields printed below zero (`#full token: -12`): no sample, a diagnostic for each of
+    # the first `_MAX_BAD_NOTES` of a field, then a tally; the reader's `_bad` keys of them
+    bad: tuple[tuple[str, str, str], ...] = ()
 
 
 def _learn(text: str) -> _Layout | None:
@@ -172,6 +179,8 @@ def _learn(text: str) -> _Layout | None:
     if "[" in text[m.end() :]:
         items = _bracketed(items)  # `est uncap acc len: 3.25 [3.00, 3.50]` is one field
     prev_key = ""  # the key of a `key: sub=N` item, for the `sub=N` items after it
+    bad: list[tuple[str, str, str]] = []  # (kind, key as `_field` names it, code)
+    bad_groups: set[int] = set()
     for i, item in enumerate(items):
         if not item:
             if i == len(items) - 1 and i > 0:
@@ -195,7 +204,8 @@ def _learn(text: str) -> _Layout | None:
             if not (key and eq and sub.isalpha()):
                 return None
             prev_key = key
-            spec = _FIELDS.get(_sub_key(key, sub).lower())
+            shown = _sub_key(key.strip(), sub)
+            spec = _FIELDS.get(shown.lower())
             lead = item[: len(item) - len(raw)]
             if spec is None or spec[3] in ("bool", "pct", "skip"):
                 return None
@@ -203,6 +213,7 @@ def _learn(text: str) -> _Layout | None:
             return None
         else:
             prev_key = ""
+            shown = item[:sep]
         decimals, how = spec[2], spec[3]
         if how == "bool":
             if raw not in _BOOLS:
@@ -213,16 +224,31 @@ def _learn(text: str) -> _Layout | None:
             if how == "pct" and not pct:
                 return None  # `feed` says what is wrong with it
             num = raw[:-1] if pct else raw
+            sign = ""
+            if num.startswith("-") and not pct:
+                sign, num = "-", num[1:]
             d = _DEC_SHAPE.fullmatch(num)
             if decimals:
                 # fewer decimals than printed would be a cut value: leave it to `feed`
                 if d is None or len(d.group("d")) < decimals:
                     return None
-                shape = rf"([0-9]{{1,15}}\.[0-9]{{{decimals},15}})"
+                frac = rf"\.[0-9]{{{decimals},15}}"
             else:
                 if d is None and _INT_SHAPE.fullmatch(num) is None:
                     return None
-                shape = r"([0-9]{1,15}(?:\.[0-9]{1,15})?)"
+                frac = r"(?:\.[0-9]{1,15})?"
+            if not sign:
+                shape = f"([0-9]{{1,15}}{frac})"
+            elif num.strip("0.") == "":
+                # `-0.00` (a pool's usage of a count below zero): the reader's sample is -0.0
+                shape = "(-" + _ZERO_SIGNED[bool(decimals)].format(d=decimals) + ")"
+            elif num.split(".")[0].strip("0"):
+                # below zero whatever its fraction (`-12`, `-3.50`): no sample (`_bad_value`)
+                shape = f"(-0{{0,14}}[1-9][0-9]{{0,14}}{frac})"
+                bad.append((kind, shown.strip(), "impossible-value"))
+                bad_groups.add(len(groups))
+            else:
+                return None  # `-0.05`: below zero by its fraction alone, left to `feed`
             value_how = "pct" if pct else "num"
             if pct:
                 shape += "%"
@@ -251,9 +277,15 @@ def _learn(text: str) -> _Layout | None:
     if whole is None:  # a layout that does not read its own line
         return None
     for g, (metric, h, _) in enumerate(groups):
+        if g in bad_groups:
+            continue  # no sample, and not the metric's first either (`_fields`)
         if metric and all(o[0] != metric for o in outputs):  # the first of each, as `_fields`
             outputs.append((metric, (g + 1 + first,), h))
-    usage = [(g + 1 + first, h) for g, (_, h, is_usage) in enumerate(groups) if is_usage]
+    usage = [
+        (g + 1 + first, h)
+        for g, (_, h, is_usage) in enumerate(groups)
+        if is_usage and g not in bad_groups
+    ]
     total = "prefill_token_usage" if col else "token_usage"
     if usage and not any(o[0] in ("token_usage", "prefill_token_usage") for o in outputs):
         outputs.append((total, tuple(g for g, _ in usage), "max"))
@@ -262,7 +294,7 @@ def _learn(text: str) -> _Layout | None:
         # the line with a zero in one running_req value: `_batch` then keeps no sample
         number = r"([0-9]{1,15}(?:\.[0-9]{1,15})?)"
         for g, (metric, _, _) in enumerate(groups):
-            if metric == "running_req":
+            if metric == "running_req" and g not in bad_groups:
                 parts = list(pieces)
                 parts[piece_of[g]] = parts[piece_of[g]].replace(number, f"({_ZERO})")
                 idle.append(head + _rx(marker) + tail + ", ".join(parts) + "$")
@@ -283,6 +315,7 @@ def _learn(text: str) -> _Layout | None:
             ["num"] * first + [h for _, h, _ in groups],
             m.end() if any(c.isdigit() for c in tail_text) else 0,
         ),
+        bad=tuple(bad),
     )
 
 
@@ -360,6 +393,7 @@ class Fast:
         self.src = src
         self.sink = sink
         self.layouts: list[_Layout] = []
+        self.bad = False  # whether a layout reads a value below zero (`_Layout.bad`)
         self.index: dict[str, int] = {}  # layout pattern -> its place in `layouts`
         self.metrics: list[str] = []  # metric names of the layouts' outputs
         self.metric_ids: list[tuple[int, ...]] = []  # per layout: its outputs' metric ids
@@ -434,6 +468,7 @@ class Fast:
             ids.append(self.metrics.index(metric))
         self.metric_ids.append(tuple(ids))
         self.hits.append(0)
+        self.bad = self.bad or bool(layout.bad)
         self.layouts.append(layout)
         self.index[layout.pattern] = len(self.layouts) - 1  # published last
         return layout
@@ -907,6 +942,8 @@ class ChunkRun:
         lines decided in bulk come between (the rank rule's bulk step, `Ranks.decide`)."""
         if layout.accept and not self.r._bonus_set:
             return _FEED, None  # its first line sets `accept_len_counts_bonus`
+        if not all(self.r.bad_tallied(key) for key in layout.bad):
+            return _FEED, None  # a value below zero the reader still gives a diagnostic for
         rank, nums = rank_of(tags)
         return self.r.ranks.decide("decode" if is_dec else "prefill", rank, nums, taken)
 
@@ -930,6 +967,12 @@ class ChunkRun:
         ):
             if n:
                 ctx.count(kind, n)
+        if self.f.bad and len(pos):
+            # values below zero, past their diagnostics: tallied (`_decide` fed the others)
+            per_layout = np.bincount(self.b_layout[pos], minlength=len(self.f.layouts))
+            for li in np.flatnonzero(per_layout).tolist():
+                for key in self.f.layouts[li].bad:
+                    self.r.tally_bad(key, int(per_layout[li]))
         for facts, rows in seg.emitting.values():
             n = int(np.searchsorted(rows, upto))
             if not n:
@@ -1181,5 +1224,9 @@ def _value(groups: tuple[int, ...], how: str, usage_how: tuple[str, ...]) -> pl.
         return raw.cast(pl.Float64)
 
     if how == "max":
-        return pl.max_horizontal([one(gr, h) for gr, h in zip(groups, usage_how, strict=True)])
+        # Python's `max` keeps the first of equal values and polars' the last: they differ
+        # on -0.0 and 0.0 (`-0.00`, a pool's usage of a count below zero), so the groups go
+        # in reversed
+        pairs = list(zip(groups, usage_how, strict=True))[::-1]
+        return pl.max_horizontal([one(gr, h) for gr, h in pairs])
     return one(groups[0], how)

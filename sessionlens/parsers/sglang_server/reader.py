@@ -519,6 +519,18 @@ class Reader:
             ln.no, code, f"{kind} field {key!r} is {fields_shown(raw)} ({why}); no sample taken"
         )
 
+    def bad_tallied(self, key: tuple[str, str, str]) -> bool:
+        """Whether a value of this (kind, field, code) that can be no sample is only tallied
+        now, its diagnostics all given (what `_bad_value` does with it then, in bulk:
+        `tally_bad`)."""
+        return self._bad.get(key, (0, 0))[0] >= _MAX_BAD_NOTES
+
+    def tally_bad(self, key: tuple[str, str, str], n: int) -> None:
+        """`_bad_value` for `n` such values, once `bad_tallied` says so."""
+        self.ctx.count(key[2], n)
+        seen, first = self._bad[key]
+        self._bad[key] = (seen + n, first)
+
     def _unknown_field(self, ln: Line, key: str, kind: str) -> None:
         self.ctx.count("unknown-field")
         if key not in self._unknown and len(self._unknown) < _MAX_UNKNOWN_NOTES:

@@ -643,3 +643,41 @@ def test_idle_intervals_nan_spec_lines_are_read_in_bulk(
     assert busy_nan
     assert set(busy_nan) <= set(fed)  # a busy interval's `nan` line is fed (its notes)
     assert len(fed) <= len(busy_nan) + 16  # the idle ones are read in bulk
+
+
+def test_v0_prefix_cache_lines_are_read_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """V0 with prefix caching prints `Prefix cache hit rate: GPU: 12.50%, CPU: 0.00%` after
+    each engine line; its samples take that engine line's idle state (none after an idle
+    one). Learned and read in bulk, idle intervals and access lines among them, a restart
+    in the middle: the same through both paths."""
+    rng = random.Random(9)
+    lines = [
+        "INFO 10-21 14:00:01 llm_engine.py:237] Initializing an LLM engine (v0.6.3) with "
+        "config: model='meta-llama/Llama-3.1-8B-Instruct'"
+    ]
+    for k in range(500):
+        ts = f"10-21 14:{k // 60 % 60:02d}:{k % 60:02d}"
+        busy = rng.random() < 0.7
+        lines.append(
+            f"INFO {ts} metrics.py:349] Avg prompt throughput: {rng.uniform(0, 999) * busy:.1f} "
+            f"tokens/s, Avg generation throughput: {rng.uniform(1, 999) if busy else 0:.1f} "
+            f"tokens/s, Running: {rng.randint(1, 9) if busy else 0} reqs, Swapped: 0 reqs, "
+            f"Pending: {rng.randint(0, 3) if busy else 0} reqs, GPU KV cache usage: "
+            f"{rng.uniform(0, 9) if busy else 0:.1f}%, CPU KV cache usage: 0.0%."
+        )
+        lines.append(
+            f"INFO {ts} metrics.py:365] Prefix cache hit rate: GPU: {rng.uniform(0, 99):.2f}%, "
+            f"CPU: {rng.choice([0.0, 1.25]):.2f}%"
+        )
+        if rng.random() < 0.3:
+            lines.append('INFO:     127.0.0.1:52016 - "POST /v1/completions HTTP/1.1" 200 OK')
+        if k == 250:
+            lines.append(lines[0].replace("v0.6.3", "v0.6.4"))  # a restart
+    path = tmp_path / "v0-prefix.log"
+    rows = same_in_bulk(path, lines, monkeypatch, (3000, 1 << 20))
+    samples = parse(path, monkeypatch, fast=True)[0]
+    prefix = [s for s in samples if s[0] == "prefix_cache_hit_rate"]
+    assert 250 < len(prefix) < 450  # the busy intervals' only
+    assert rows >= 1000 - 40  # the engine and prefix lines, learned from the first ones

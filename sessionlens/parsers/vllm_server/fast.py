@@ -36,6 +36,7 @@ from . import (
     _LEVEL_TS,
     _MFU_MARK,
     _MFU_VALUE,
+    _PREFIX_V0,
     _SPEC_FIELDS,
     _SPEC_MARK,
     _V0_ONLY,
@@ -57,18 +58,19 @@ if TYPE_CHECKING:
 # - a chunk's lines are `_lines.polars_lines`; a line that is not ASCII goes to `feed` (no
 #   regex here then meets a character Python and polars class differently);
 # - a line holding none of `FEED_WORDS` is an access line (counted) or an ignored one;
-# - an engine, SpecDecoding or MFU line is read by a layout: a regex learned from such a line
-#   that pins its text, each number that is no value a run of digits of its width, each value
-#   a number with the decimals printed; the learned line and a copy with other values read by
-#   `Reader` give what the layout gives, so every line the layout matches does;
+# - an engine, SpecDecoding, MFU or V0 prefix-cache line is read by a layout: a regex learned
+#   from such a line that pins its text, each number that is no value a run of digits of its
+#   width, each value a number with the decimals printed; the learned line and a copy with
+#   other values read by `Reader` give what the layout gives, so every line the layout
+#   matches does;
 # - an iteration-details or diffusion line of a kind already said is counted;
 # - any other line holding one of the words goes to `feed`, and so does a line that would
 #   change the reader's state beyond counts: a setting said once (the aggregated engines, the
 #   KV cache device), a kind of line first said, a spec line whose mean acceptance length
 #   first tells (or first contradicts) whether it counts the bonus token;
-# - a spec line's engine and idle state are those of the engine line before it, read in bulk
-#   or fed; a spec line whose values print `nan` (an idle interval's) is read only while
-#   the reader is idle (it gives nothing then), and fed else;
+# - a spec or V0 prefix-cache line's engine and idle state are those of the engine line
+#   before it, read in bulk or fed; a spec line whose values print `nan` (an idle
+#   interval's) is read only while the reader is idle (it gives nothing then), and fed else;
 # - a `Speculative metrics` line holds V0's cumulative counters, which the reader differences
 #   line by line, when its fields are V0's or an engine line said V0: fed then;
 # - a benchmark run printed into the log ends the chunk path: the rest goes line by line.
@@ -84,14 +86,18 @@ _NUM = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # every number a layout's line holds,
 # then finding the numbers (100,000 spec lines, `POLARS_MAX_THREADS=1`: 16 groups 254 ms
 # against 312; 17 groups 432 against 338)
 _CAPTURE_MAX = 16
-_ENGINE, _SPEC, _MFU = 0, 1, 2
-_KINDS = ("engine", "spec", "mfu")
+_ENGINE, _SPEC, _MFU, _PREFIX = 0, 1, 2, 3
+_KINDS = ("engine", "spec", "mfu", "prefix-cache")
+# kinds whose lines take the engine and idle state of the engine line before them: a spec
+# line, and V0's `Prefix cache hit rate: GPU: 12.50%, CPU: 0.00%`, which follows its engine
+# line
+_AFTER_ENGINE = (_SPEC, _PREFIX)
 # `_HTTP_ACCESS` and `_UNREAD` for ASCII lines: Python's `\s` is polars' and U+001C-U+001F
 _HTTP_RX = r'\bINFO:[\s\x1c-\x1f]+[^\s\x1c-\x1f]+ - "[A-Z]+ '
 _UNREAD_RX = r"\b(DiffusionDecoding metrics|Iteration\([0-9]+\))[\s\x1c-\x1f]*:"
 _UNREAD_KINDS = ("iteration details", "DiffusionDecoding metrics")  # as `_unread_line` says
 # the engine, spec and MFU marks (which `feed` acts on before an unread line's kind)
-_MARKS = "throughput|SpecDecoding metrics|Speculative metrics|MFU"
+_MARKS = "throughput|SpecDecoding metrics|Speculative metrics|MFU|Prefix cache hit rate"
 
 
 _FEED_RX = "|".join(_rx(w) for w in FEED_WORDS)
@@ -236,6 +242,9 @@ def _learn(text: str) -> _Layout | None:
     elif "MFU" in text and (f := _MFU_MARK.search(text)) is not None:
         kind, marker, body = _MFU, f.start(), f.end()
         holes = [v.span("num") for v in _MFU_VALUE.finditer(text, body)]
+    elif (p := _PREFIX_V0.search(text)) is not None:
+        kind, marker, body = _PREFIX, p.start(), p.end()
+        holes = _values(text, body)
     else:
         return None
     nums = list(_NUM.finditer(text))
@@ -252,7 +261,7 @@ def _learn(text: str) -> _Layout | None:
     if ts == (-1, -1):
         return None
     rank = None
-    if kind != _SPEC:
+    if kind not in _AFTER_ENGINE:
         tags = list(_ENGINE_TAG.finditer(text, 0, marker + 1))
         if tags:
             if " ".join(tags[-1].group("tag").split()) != tags[-1].group("tag"):
@@ -271,7 +280,8 @@ def _learn(text: str) -> _Layout | None:
         return None
     for r in records:
         assert isinstance(r, Sample)
-        if r.ts != _at(copy, ts) or r.rank != (_at(copy, rank) if kind != _SPEC else "R"):
+        own = _at(copy, rank) if kind not in _AFTER_ENGINE else "R"
+        if r.ts != _at(copy, ts) or r.rank != own:
             return None
         if r.line != 1 or r.block is not None or r.run is not None:
             return None
@@ -971,7 +981,7 @@ class ChunkRun:
             values = self.values[li]
             keep = ~self.dropped[rows] & (rows < upto)
             rank: pl.Series | None = None
-            if lay.kind == _SPEC:
+            if lay.kind in _AFTER_ENGINE:
                 names, code, idle = self._spec_state(rows)
                 keep &= ~idle
                 rank = pl.Series(names, dtype=pl.String).gather(code)

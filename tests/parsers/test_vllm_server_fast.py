@@ -645,13 +645,15 @@ def test_idle_intervals_nan_spec_lines_are_read_in_bulk(
     assert len(fed) <= len(busy_nan) + 16  # the idle ones are read in bulk
 
 
-def test_v0_prefix_cache_lines_are_read_in_bulk(
+def test_v0_prefix_cache_and_stage_times_lines_are_read_in_bulk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """V0 with prefix caching prints `Prefix cache hit rate: GPU: 12.50%, CPU: 0.00%` after
     each engine line; its samples take that engine line's idle state (none after an idle
-    one). Learned and read in bulk, idle intervals and access lines among them, a restart
-    in the middle: the same through both paths."""
+    one). With speculative decoding it prints `SpecDecodeWorker stage times: k=v ...`,
+    which phase-timing's reader reads (idle or not; the source then embeds phase-timing).
+    Learned and read in bulk, idle intervals and access lines among them, a restart in the
+    middle: the same through both paths."""
     rng = random.Random(9)
     lines = [
         "INFO 10-21 14:00:01 llm_engine.py:237] Initializing an LLM engine (v0.6.3) with "
@@ -671,6 +673,13 @@ def test_v0_prefix_cache_lines_are_read_in_bulk(
             f"INFO {ts} metrics.py:365] Prefix cache hit rate: GPU: {rng.uniform(0, 99):.2f}%, "
             f"CPU: {rng.choice([0.0, 1.25]):.2f}%"
         )
+        if k >= 100 and rng.random() < 0.8:
+            lines.append(
+                f"INFO {ts} spec_decode_worker.py:1071] SpecDecodeWorker stage times: "
+                f"average_time_per_proposal_tok_ms={rng.uniform(0, 3):.2f} "
+                f"scoring_time_ms={rng.uniform(20, 60):.2f} "
+                f"verification_time_ms={rng.uniform(0, 1):.2f}"
+            )
         if rng.random() < 0.3:
             lines.append('INFO:     127.0.0.1:52016 - "POST /v1/completions HTTP/1.1" 200 OK')
         if k == 250:
@@ -680,4 +689,8 @@ def test_v0_prefix_cache_lines_are_read_in_bulk(
     samples = parse(path, monkeypatch, fast=True)[0]
     prefix = [s for s in samples if s[0] == "prefix_cache_hit_rate"]
     assert 250 < len(prefix) < 450  # the busy intervals' only
-    assert rows >= 1000 - 40  # the engine and prefix lines, learned from the first ones
+    stages = [s for s in samples if s[0] == "target_forward_ms"]
+    assert len(stages) == sum("stage times" in x for x in lines) > 250
+    assert "phase-timing" in parse(path, monkeypatch, fast=True)[3]
+    # the engine, prefix and stage-times lines, learned from the first ones
+    assert rows >= 1000 + len(stages) - 40

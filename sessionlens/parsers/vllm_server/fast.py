@@ -25,6 +25,7 @@ from ...model import BATCH_COLUMNS, Record, Sample, SampleBatch, batch_columns
 from .._fields import VALUE_NUMBER, keyed_fields, lookup_field
 from .._fields import regex_literal as _rx
 from ..base import ParseContext
+from ..phase_timing import _STAGE_FIELDS, _STAGE_KV
 from . import (
     _ACTIVITY,
     _AGGREGATED,
@@ -36,9 +37,11 @@ from . import (
     _LEVEL_TS,
     _MFU_MARK,
     _MFU_VALUE,
+    _PHASES,
     _PREFIX_V0,
     _SPEC_FIELDS,
     _SPEC_MARK,
+    _STAGE_TIMES,
     _V0_ONLY,
     BENCH_WORDS,
     FEED_WORDS,
@@ -58,11 +61,11 @@ if TYPE_CHECKING:
 # - a chunk's lines are `_lines.polars_lines`; a line that is not ASCII goes to `feed` (no
 #   regex here then meets a character Python and polars class differently);
 # - a line holding none of `FEED_WORDS` is an access line (counted) or an ignored one;
-# - an engine, SpecDecoding, MFU or V0 prefix-cache line is read by a layout: a regex learned
-#   from such a line that pins its text, each number that is no value a run of digits of its
-#   width, each value a number with the decimals printed; the learned line and a copy with
-#   other values read by `Reader` give what the layout gives, so every line the layout
-#   matches does;
+# - an engine, SpecDecoding or MFU line, and V0's prefix-cache and stage-times lines, are
+#   read by a layout: a regex learned from such a line that pins its text, each number that
+#   is no value a run of digits of its width, each value a number with the decimals
+#   printed; the learned line and a copy with other values read by `Reader` give what the
+#   layout gives, so every line the layout matches does;
 # - an iteration-details or diffusion line of a kind already said is counted;
 # - any other line holding one of the words goes to `feed`, and so does a line that would
 #   change the reader's state beyond counts: a setting said once (the aggregated engines, the
@@ -86,8 +89,8 @@ _NUM = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # every number a layout's line holds,
 # then finding the numbers (100,000 spec lines, `POLARS_MAX_THREADS=1`: 16 groups 254 ms
 # against 312; 17 groups 432 against 338)
 _CAPTURE_MAX = 16
-_ENGINE, _SPEC, _MFU, _PREFIX = 0, 1, 2, 3
-_KINDS = ("engine", "spec", "mfu", "prefix-cache")
+_ENGINE, _SPEC, _MFU, _PREFIX, _STAGES = 0, 1, 2, 3, 4
+_KINDS = ("engine", "spec", "mfu", "prefix-cache", "stage-times")
 # kinds whose lines take the engine and idle state of the engine line before them: a spec
 # line, and V0's `Prefix cache hit rate: GPU: 12.50%, CPU: 0.00%`, which follows its engine
 # line
@@ -97,7 +100,9 @@ _HTTP_RX = r'\bINFO:[\s\x1c-\x1f]+[^\s\x1c-\x1f]+ - "[A-Z]+ '
 _UNREAD_RX = r"\b(DiffusionDecoding metrics|Iteration\([0-9]+\))[\s\x1c-\x1f]*:"
 _UNREAD_KINDS = ("iteration details", "DiffusionDecoding metrics")  # as `_unread_line` says
 # the engine, spec and MFU marks (which `feed` acts on before an unread line's kind)
-_MARKS = "throughput|SpecDecoding metrics|Speculative metrics|MFU|Prefix cache hit rate"
+_MARKS = (
+    "throughput|SpecDecoding metrics|Speculative metrics|MFU|Prefix cache hit rate|" + _STAGE_TIMES
+)
 
 
 _FEED_RX = "|".join(_rx(w) for w in FEED_WORDS)
@@ -245,6 +250,12 @@ def _learn(text: str) -> _Layout | None:
     elif (p := _PREFIX_V0.search(text)) is not None:
         kind, marker, body = _PREFIX, p.start(), p.end()
         holes = _values(text, body)
+    elif (marker := text.find(_STAGE_TIMES)) >= 0:
+        # V0's `SpecDecodeWorker stage times: k=v k=v k=v`, which phase-timing's reader reads
+        kind, body = _STAGES, marker + len(_STAGE_TIMES)
+        holes = [
+            kv.span("v") for kv in _STAGE_KV.finditer(text, body) if kv.group("k") in _STAGE_FIELDS
+        ]
     else:
         return None
     nums = list(_NUM.finditer(text))
@@ -934,6 +945,8 @@ class ChunkRun:
             n = int(self.n_kind[code][b] - self.n_kind[code][a])
             if n:
                 ctx.count(name, n)
+                if code == _STAGES:
+                    ctx.embedded.add(_PHASES)  # as `feed` marks it
         lo, hi = np.searchsorted(self.engine_rows, [a, b]).tolist()
         if hi > lo:
             idle = int(self.n_idle[hi] - self.n_idle[lo])

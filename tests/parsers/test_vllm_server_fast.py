@@ -346,7 +346,9 @@ def test_every_line_the_reader_acts_on_holds_a_word(name: str) -> None:
         "INFO 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: nan tokens/s, Avg generation throughput: 1.0 tokens/s",
         "INFO 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: 1.0 tokens/s, Running: 5",
         "ERROR 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: 1.0 tokens/s, Running: 5 reqs",
-        "INFO 10-21 14:01:45 metrics.py:367] Speculative metrics: Draft acceptance rate: 0.587, System efficiency: 0.541, Number of speculative tokens: 3, Number of accepted tokens: 1320, Number of draft tokens: 2250, Number of emitted tokens: 1623.",
+        # V0's cumulative counters without its own count of speculative tokens (the reader
+        # takes the config's then)
+        "INFO 10-21 14:01:45 metrics.py:367] Speculative metrics: Draft acceptance rate: 0.587, System efficiency: 0.541, Number of accepted tokens: 1320, Number of draft tokens: 2250, Number of emitted tokens: 1623.",
         "INFO 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: 1.0 tokens/s, Widgets: 3",
         "INFO 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: 1.0 tokens/s — ü",
     ],
@@ -694,3 +696,59 @@ def test_v0_prefix_cache_and_stage_times_lines_are_read_in_bulk(
     assert "phase-timing" in parse(path, monkeypatch, fast=True)[3]
     # the engine, prefix and stage-times lines, learned from the first ones
     assert rows >= 1000 + len(stages) - 40
+
+
+def test_v0_cumulative_spec_lines_are_differenced_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """V0's `Speculative metrics` line prints counters cumulative since the engine started;
+    the reader takes each counter's difference from the line before and the mean acceptance
+    length they give. In bulk as long as nothing new happens: the lines before any engine
+    start (a baseline note), idle intervals, intervals that drafted nothing (no mean
+    acceptance length), counters that go down (a note), a count of speculative tokens of 0
+    (a note), and a restart with another count are all there, and read the same through both
+    paths; only the lines where one of these happens are fed."""
+    rng = random.Random(10)
+    lines: list[str] = []
+    acc = dra = emi = 0
+    k = 3
+    for i in range(700):
+        ts = f"10-21 14:{i // 60:02d}:{i % 60:02d}"
+        if i in (20, 450):  # the engine starts (the first lines before it: a baseline)
+            k = 3 if i == 20 else 5
+            acc = dra = emi = 0
+            lines.append(
+                f"INFO {ts} llm_engine.py:237] Initializing an LLM engine (v0.6.3) with config: "
+                "model='meta-llama/Llama-3.1-8B-Instruct'"
+            )
+        busy = rng.random() < 0.8
+        lines.append(
+            f"INFO {ts} metrics.py:349] Avg prompt throughput: {rng.uniform(0, 99) * busy:.1f} "
+            f"tokens/s, Avg generation throughput: {rng.uniform(1, 999) * busy:.1f} tokens/s, "
+            f"Running: {rng.randint(1, 9) * busy} reqs, Swapped: 0 reqs, Pending: 0 reqs, GPU KV "
+            f"cache usage: {rng.uniform(0, 9) * busy:.1f}%, CPU KV cache usage: 0.0%."
+        )
+        if busy:
+            d = k * rng.choice([0, rng.randint(1, 300)])
+            a = rng.randint(0, d)
+            acc, dra, emi = acc + a, dra + d, emi + a + d // k
+        if i == 300:  # counters that go down with no engine start
+            acc, dra, emi = acc // 2, dra // 2, emi // 2
+        lines.append(
+            f"INFO {ts} metrics.py:367] Speculative metrics: Draft acceptance rate: "
+            f"{acc / max(dra, 1):.3f}, System efficiency: {rng.random():.3f}, Number of "
+            f"speculative tokens: {0 if i == 600 else k}, Number of accepted tokens: {acc}, "
+            f"Number of draft tokens: {dra}, Number of emitted tokens: {emi}."
+        )
+    rows, fed = spec_lines_fed(tmp_path / "v0-spec.log", lines, monkeypatch)
+    spec = [n for n, x in enumerate(lines, 1) if "Speculative metrics" in x]
+    samples, _, _, _, notes, _, _ = parse(tmp_path / "v0-spec.log", monkeypatch, fast=True)
+    assert len(spec) == 700
+    assert any("counter-reset" in n for n in notes)
+    assert any("cumulative-baseline" in n for n in notes)
+    assert any("num_speculative_tokens is 0" in n for n in notes)
+    accept = [s for s in samples if s[0] == "accept_len"]
+    assert 200 < len(accept) < sum(s[0] == "accepted_tokens" for s in samples)
+    # the lines before the first start and those where something happens, a few each
+    assert len(fed) < 40, fed
+    assert rows > 1300

@@ -25,13 +25,13 @@ from ...model import BATCH_COLUMNS, Record, Sample, SampleBatch, batch_columns
 from .._fields import VALUE_NUMBER, keyed_fields, lookup_field
 from .._fields import regex_literal as _rx
 from ..base import ParseContext
-from ..phase_timing import _STAGE_FIELDS, _STAGE_KV
 from . import (
     _ACTIVITY,
     _AGGREGATED,
     _ANY_TS,
     _BENCH_START,
     _BONUS_ERA,
+    _COUNTERS,
     _ENGINE_MARK,
     _ENGINE_TAG,
     _LEVEL_TS,
@@ -75,7 +75,9 @@ if TYPE_CHECKING:
 #   before it, read in bulk or fed; a spec line whose values print `nan` (an idle
 #   interval's) is read only while the reader is idle (it gives nothing then), and fed else;
 # - a `Speculative metrics` line holds V0's cumulative counters, which the reader differences
-#   line by line, when its fields are V0's or an engine line said V0: fed then;
+#   line by line, when its fields are V0's (a layout of its own: each counter's difference
+#   is taken in bulk from the rank's line before, while none goes down and the reader's state
+#   gives no note or setting; `ChunkRun._v0_rows`) or an engine line said V0 (fed then);
 # - a benchmark run printed into the log ends the chunk path: the rest goes line by line.
 # Chunks are split, classified and matched on worker threads; the main thread walks them in
 # order, feeding what must be fed, and hands each chunk's samples over in line order.
@@ -89,6 +91,8 @@ _NUM = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # every number a layout's line holds,
 # then finding the numbers (100,000 spec lines, `POLARS_MAX_THREADS=1`: 16 groups 254 ms
 # against 312; 17 groups 432 against 338)
 _CAPTURE_MAX = 16
+# a `key=value` of the stage-times line (which values phase-timing reads, its reader says)
+_STAGE_VALUE = re.compile(r"[A-Za-z_]+=(?P<v>[0-9]+(?:\.[0-9]+)?)(?![^\s])")
 _ENGINE, _SPEC, _MFU, _PREFIX, _STAGES = 0, 1, 2, 3, 4
 _KINDS = ("engine", "spec", "mfu", "prefix-cache", "stage-times")
 # kinds whose lines take the engine and idle state of the engine line before them: a spec
@@ -151,6 +155,12 @@ class _Layout:
     # reader is idle; fed else), and whether it names a mean acceptance length
     nan_idle: bool = False
     says_accept: bool = False
+    # spec, V0's cumulative counters (`Reader._spec_v0`): each counter's metric and number,
+    # in `_COUNTERS` order, and the number of `Number of speculative tokens`; the line's
+    # samples are then its rates as printed (`outputs`), each counter's difference from the
+    # rank's value before it, and the mean acceptance length that gives (`_cumulative`)
+    counters: tuple[tuple[str, int], ...] = ()
+    k_num: int = -1
 
 
 # ---------------------------------------------------------------------- learning
@@ -242,7 +252,7 @@ def _learn(text: str) -> _Layout | None:
         kind, marker, body = _SPEC, s.start(), s.end()
         v0_title = s.group("kind") != "SpecDecoding"
         if v0_title and _keys(text, body) & _V0_ONLY:
-            return None  # V0's cumulative counters, differenced line by line: fed
+            return _cumulative(text, s.start(), body)  # V0's cumulative counters
         holes = _values(text, body)
     elif "MFU" in text and (f := _MFU_MARK.search(text)) is not None:
         kind, marker, body = _MFU, f.start(), f.end()
@@ -253,9 +263,7 @@ def _learn(text: str) -> _Layout | None:
     elif (marker := text.find(_STAGE_TIMES)) >= 0:
         # V0's `SpecDecodeWorker stage times: k=v k=v k=v`, which phase-timing's reader reads
         kind, body = _STAGES, marker + len(_STAGE_TIMES)
-        holes = [
-            kv.span("v") for kv in _STAGE_KV.finditer(text, body) if kv.group("k") in _STAGE_FIELDS
-        ]
+        holes = [kv.span("v") for kv in _STAGE_VALUE.finditer(text, body)]
     else:
         return None
     nums = list(_NUM.finditer(text))
@@ -345,6 +353,97 @@ def _learn(text: str) -> _Layout | None:
     ] and not (kind == _ENGINE and layout.idle is not None and records == []):
         return None
     return layout
+
+
+def _cumulative(text: str, marker: int, body: int) -> _Layout | None:
+    """The layout of V0's `Speculative metrics` line of cumulative counters, when the reader
+    reads it, and copies with other values, as the layout does in its steady state: a
+    rank's counters known from the line before (none went down), the line's own count of
+    speculative tokens set once (`speculative_num_steps`), the mean acceptance length
+    derived before (`_derived_line`), and the bonus token's note given. The walk feeds a
+    line read in any other state (`ChunkRun._v0_rows`)."""
+    nums = list(_NUM.finditer(text))
+    # (the last value with the period that ends V0's line: `Number of emitted tokens: 3860.`)
+    index = {
+        (n.start(), n.end() + (text[n.end() : n.end() + 1] == ".")): k for k, n in enumerate(nums)
+    }
+    index |= {n.span(): k for k, n in enumerate(nums)}
+    holes = _values(text, body)
+    if not holes or any(h not in index for h in holes):
+        return None
+    value_nums = {index[h] for h in holes}
+    pattern = _pattern(text, nums, value_nums)
+    ts = _ts_span(text, marker)
+    if re.fullmatch(pattern, text) is None or ts == (-1, -1):
+        return None
+    k_num = -1
+    for f in keyed_fields(text, body):
+        entry = lookup_field(f.key, _SPEC_FIELDS)
+        if entry is not None and entry[0] == "num_speculative_tokens":
+            k_num = next((k for k, n in enumerate(nums) if n.start() == f.start), -1)
+    if k_num < 0 or "." in nums[k_num].group():
+        return None
+    layout: _Layout | None = None
+    for copy in [text] + [_renumbered(text, nums, value_nums, seed) for seed in range(3)]:
+        # with each counter's value before at 0, its difference is its number
+        ctx = ParseContext(file="")
+        reader = _steady(ctx)
+        reader._cumulative = {("R", c): 0.0 for c in _COUNTERS}
+        reader._engine_started = True
+        reader._derived_line = 1
+        records = list(reader.feed(Line(1, copy)))
+        if ctx.diagnostics or dict(ctx.counts) != {"spec": 1}:
+            return None
+        samples = [r for r in records if isinstance(r, Sample)]
+        if len(samples) != len(records) or not samples or samples[-1].metric != "accept_len":
+            return None
+        outputs = _outputs(records[:-1], copy, nums)
+        if outputs is None:
+            return None
+        rates = tuple(o for o in outputs if o.metric not in _COUNTERS)
+        counters = tuple((o.metric, o.num) for o in outputs if o.metric in _COUNTERS)
+        if layout is None:
+            layout = _Layout(
+                kind=_SPEC,
+                pattern=pattern,
+                nums=len(nums),
+                outputs=rates,
+                ts=ts,
+                rank=None,
+                idle=None,
+                aggregated=False,
+                kv=False,
+                counters=counters,
+                k_num=k_num,
+            )
+        if (layout.outputs, layout.counters) != (rates, counters):
+            return None
+        values = [float(n.group()) for n in _NUM.finditer(copy)]
+        want = [(o.metric, _sample_value(values[o.num], o)) for o in rates]
+        want += [(c, values[num]) for c, num in counters]
+        at = dict(counters)
+        if "emitted_tokens" not in at or "drafted_tokens" not in at:
+            return None
+        want.append(
+            (
+                "accept_len",
+                values[at["emitted_tokens"]] / (values[at["drafted_tokens"]] / values[k_num]),
+            )
+        )
+        if [(r.metric, r.value) for r in samples] != want or any(
+            (r.line, r.block, r.run, r.rank, r.ts) != (1, None, None, "R", _at(copy, ts))
+            for r in samples
+        ):
+            return None
+    assert layout is not None
+    skip = min(value_nums)
+    capture = ""
+    if len(nums) - skip <= _CAPTURE_MAX:
+        capture = _pattern(text, nums, value_nums, skip)
+        whole = re.fullmatch(capture, text)
+        if whole is None or whole.groups() != tuple(n.group() for n in nums[skip:]):
+            return None
+    return replace(layout, lead=nums[skip].start(), skip=skip, capture=capture)
 
 
 def _pattern(
@@ -813,8 +912,20 @@ class ChunkRun:
         self.fed_samples: list[tuple[int, Sample]] = []
         # (row, the engine and idle state after it) for each fed row: spec lines after it
         # take them
-        self.states: list[tuple[int, str | None, bool]] = [(-1, reader._rank, reader._idle)]
+        # (row, the engine and idle state after it) for each fed row, as arrays grown by
+        # doubling (`_spec_state` reads them between any two fed rows)
+        self.n_states = 0
+        self.state_row = np.empty(64, np.int64)
+        self.state_rank = np.empty(64, np.int64)  # codes into `rank_names`
+        self.state_idle = np.empty(64, np.bool_)
+        self._push_state(-1, reader)
         self.dropped = np.zeros(self.n, np.bool_)  # rows read in bulk but fed after all
+        # per layout of V0's cumulative counters: each row's differences (`_v0_rows`)
+        self.deltas = {
+            li: np.zeros((len(rows), len(self.f.layouts[li].counters)), np.float64)
+            for li, rows in self.rows.items()
+            if self.f.layouts[li].counters
+        }
         self._counts()
         fed_rows = np.flatnonzero(self.fed).tolist()
         prev = k = 0
@@ -839,7 +950,7 @@ class ChunkRun:
                     self.fed_samples.append((row, rec))
                 else:
                     yield rec
-            self.states.append((row, reader._rank, reader._idle))
+            self._push_state(row, reader)
             prev = row + 1
         yield from self._hand_over(self.n)
 
@@ -889,6 +1000,10 @@ class ChunkRun:
             if name not in reader._unread_kinds and self.n_unread[code][b] > self.n_unread[code][a]:
                 hit = np.flatnonzero(self.unread[a:b] == code)
                 found.append(a + int(hit[0]))
+        if self.deltas:
+            v0 = self._v0_rows(reader, a, min([b, *found]), settle=False)
+            if v0 is not None:
+                found.append(v0)
         bonus = self._bonus_row(reader, a, min([b, *found]))
         if bonus is not None:
             found.append(bonus)
@@ -958,6 +1073,8 @@ class ChunkRun:
                 reader._idle_first = reader._idle_first or first_idle
             reader._rank = self.rank_names[int(self.engine_rank[hi - 1])]
             reader._idle = bool(self.engine_idle[hi - 1])
+        if self.deltas:
+            self._v0_rows(reader, a, b, settle=True)
         if reader._accept_line is None:
             for li, rows in self.rows.items():
                 if self.f.layouts[li].accept >= 0 or self.f.layouts[li].says_accept:
@@ -966,6 +1083,86 @@ class ChunkRun:
                         row = self.first + int(rows[at])
                         if reader._accept_line is None or row < reader._accept_line:
                             reader._accept_line = row
+
+    def _v0_rows(self, reader: Reader, a: int, b: int, settle: bool) -> int | None:
+        """V0's cumulative spec rows in [a, b), read in bulk: the first that `feed` must
+        read (a state `_cumulative` does not read in, a count of speculative tokens that is
+        no count, a rank's counter unknown before or gone down); or, with `settle`, none
+        being such, each row's differences kept (`deltas`) and the reader's state after
+        them (`_spec_v0`: the counters, the count of speculative tokens)."""
+        import numpy as np
+
+        f = self.f
+        parts = []
+        for li in self.deltas:
+            lo, hi = np.searchsorted(self.rows[li], [a, b]).tolist()
+            if hi > lo:
+                parts.append((li, lo, hi))
+        if not parts:
+            return None
+        rows = np.concatenate([self.rows[li][lo:hi] for li, lo, hi in parts])
+        if not settle and not (
+            "speculative_num_steps" in reader._settings_done
+            and reader._derived_line is not None
+            and reader._bonus is not None
+            and (reader._bonus.value or reader._bonus_clash)
+        ):
+            return int(rows.min())
+        owner = np.concatenate(
+            [np.full(hi - lo, k, np.int64) for k, (_, lo, hi) in enumerate(parts)]
+        )
+        pos = np.concatenate([np.arange(lo, hi) for _, lo, hi in parts])
+        order = np.argsort(rows, kind="stable")
+        rows, owner, pos = rows[order], owner[order], pos[order]
+        names, code, _ = self._spec_state(rows)  # (one code per engine name)
+        k = np.empty(len(rows), np.float64)
+        for j, (li, _, _) in enumerate(parts):
+            mine = owner == j
+            k[mine] = self.values[li][pos[mine], f.layouts[li].k_num]
+        bad = k <= 0  # `Number of speculative tokens: 0`: a note
+        # per counter, each row's value before it: the rank's row before it in [a, b), or
+        # the reader's
+        by_rank = np.lexsort((np.arange(len(rows)), code))
+        same = np.zeros(len(rows), np.bool_)
+        same[by_rank[1:]] = code[by_rank[1:]] == code[by_rank[:-1]]
+        before = np.empty(len(rows), np.int64)
+        before[by_rank[1:]] = by_rank[:-1]
+        before[by_rank[0]] = 0
+        found: list[tuple[str, npt.NDArray[np.float64], npt.NDArray[np.float64]]] = []
+        for c in _COUNTERS:
+            value = np.full(len(rows), np.nan)
+            for j, (li, _, _) in enumerate(parts):
+                at = dict(f.layouts[li].counters).get(c)
+                if at is not None:
+                    mine = owner == j
+                    value[mine] = self.values[li][pos[mine], at]
+            if np.isnan(value).all():
+                continue
+            if np.isnan(value).any():
+                return int(rows.min())  # layouts of other counters among each other: fed
+            prev = value[before]
+            first = np.flatnonzero(~same)
+            prev[first] = [
+                reader._cumulative.get((names[int(code[i])], c), np.nan) for i in first.tolist()
+            ]
+            bad |= np.isnan(prev) | (value < prev)
+            found.append((c, value, prev))
+        hit = np.flatnonzero(bad)
+        if not settle:
+            return int(rows[hit[0]]) if len(hit) else None
+        assert not len(hit)
+        for j, (li, _, _) in enumerate(parts):
+            mine = owner == j
+            for col, (c, _) in enumerate(f.layouts[li].counters):
+                value, prev = next((v, p) for name, v, p in found if name == c)
+                self.deltas[li][pos[mine], col] = value[mine] - prev[mine]
+        ends = np.ones(len(rows), np.bool_)  # each rank's last row
+        ends[by_rank[:-1]] = code[by_rank[1:]] != code[by_rank[:-1]]
+        for i in np.flatnonzero(ends).tolist():
+            for c, value, _ in found:
+                reader._cumulative[(names[int(code[i])], c)] = float(value[i])
+        reader._k = int(k[-1])
+        return None
 
     # ------------------------------------------------------------------ the hand-over
 
@@ -1011,19 +1208,44 @@ class ChunkRun:
             for j, o in enumerate(lay.outputs):
                 if o.pct:
                     vals[:, j] = np.rint(vals[:, j] * 10.0**o.dec) / 10.0 ** (o.dec + 2)
-            codes = np.array([metrics.setdefault(o.metric, len(metrics)) for o in lay.outputs])
-            # (a null repeated: no values gathered, no query run)
-            none = pl.Series("literal", [None], pl.String).new_from_index(0, len(sel))
-            parts.append(
-                (
-                    rows[sel],
-                    k,
-                    vals.ravel(),
-                    np.tile(codes, len(sel)),
-                    none if rank is None else rank.gather(sel),
-                    none if li not in self.ts else self.ts[li].gather(sel),
+            labels = [o.metric for o in lay.outputs]
+            groups = [(sel, vals, labels)]
+            if lay.counters:
+                # V0's cumulative counters: the rates, each counter's difference, and the
+                # mean acceptance length where something was drafted (`_spec_v0`)
+                deltas = self.deltas[li][sel]
+                col = {c: j for j, (c, _) in enumerate(lay.counters)}
+                drafted = deltas[:, col["drafted_tokens"]]
+                emitted = deltas[:, col["emitted_tokens"]]
+                has = drafted != 0
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    accept = emitted / (drafted / values[sel, lay.k_num])
+                labels = labels + [c for c, _ in lay.counters]
+                both = np.concatenate([vals, deltas], axis=1)
+                groups = [
+                    (
+                        sel[has],
+                        np.concatenate([both[has], accept[has, None]], axis=1),
+                        [*labels, "accept_len"],
+                    ),
+                    (sel[~has], both[~has], labels),
+                ]
+            for sel, vals, labels in groups:
+                if not len(sel):
+                    continue
+                codes = np.array([metrics.setdefault(m, len(metrics)) for m in labels])
+                # (a null repeated: no values gathered, no query run)
+                none = pl.Series("literal", [None], pl.String).new_from_index(0, len(sel))
+                parts.append(
+                    (
+                        rows[sel],
+                        len(labels),
+                        vals.ravel(),
+                        np.tile(codes, len(sel)),
+                        none if rank is None else rank.gather(sel),
+                        none if li not in self.ts else self.ts[li].gather(sel),
+                    )
                 )
-            )
         fed = [(row, s) for row, s in self.fed_samples if row < upto]
         if fed:
             cols = batch_columns([s for _, s in fed])
@@ -1077,30 +1299,46 @@ class ChunkRun:
         else:
             yield from batch.samples()
 
+    def _push_state(self, row: int, reader: Reader) -> None:
+        """The reader's engine and idle state after fed row `row` (-1: before the chunk)."""
+        import numpy as np
+
+        n = self.n_states
+        if n == len(self.state_row):
+            grow = [
+                np.empty(n, a.dtype) for a in (self.state_row, self.state_rank, self.state_idle)
+            ]
+            self.state_row = np.concatenate([self.state_row, grow[0]])
+            self.state_rank = np.concatenate([self.state_rank, grow[1]])
+            self.state_idle = np.concatenate([self.state_idle, grow[2]])
+        code = self.rank_code.get(reader._rank)
+        if code is None:
+            code = self.rank_code[reader._rank] = len(self.rank_names)
+            self.rank_names.append(reader._rank)
+        self.state_row[n], self.state_rank[n], self.state_idle[n] = row, code, reader._idle
+        self.n_states = n + 1
+
     def _spec_state(
         self, rows: npt.NDArray[np.int64]
     ) -> tuple[list[str | None], npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
         """The engine and idle state spec rows are read in: that of the engine line before
         each (read in bulk), or the reader's after the fed row before it, whichever is
-        later. The engines as names and each row's index into them."""
+        later. The engines as names (one each) and each row's index into them. (An engine
+        line fed after all is a fed row too: its state is the one after it either way.)"""
         import numpy as np
 
-        kept = ~self.dropped[self.engine_rows]
-        eng = self.engine_rows[kept]
-        fed = np.array([s[0] for s in self.states], np.int64)
-        at_e = np.searchsorted(eng, rows) - 1
+        eng = self.engine_rows
+        fed = self.state_row[: self.n_states]
         at_f = np.searchsorted(fed, rows) - 1
-        names = self.rank_names + [s[1] for s in self.states]
-        fed_rank = np.arange(len(self.states)) + len(self.rank_names)
-        fed_idle = np.array([s[2] for s in self.states], np.bool_)
-        rank = fed_rank[at_f]
-        idle = fed_idle[at_f]
+        rank = self.state_rank[at_f]
+        idle = self.state_idle[at_f]
         if len(eng):
-            bulk = (at_e >= 0) & (eng[np.maximum(at_e, 0)] > fed[at_f])
+            at_e = np.searchsorted(eng, rows) - 1
             at = np.maximum(at_e, 0)
-            rank = np.where(bulk, self.engine_rank[kept][at], rank)
-            idle = np.where(bulk, self.engine_idle[kept][at], idle)
-        return names, rank, idle
+            bulk = (at_e >= 0) & (eng[at] > fed[at_f])
+            rank = np.where(bulk, self.engine_rank[at], rank)
+            idle = np.where(bulk, self.engine_idle[at], idle)
+        return self.rank_names, rank, idle
 
 
 def _inferred(

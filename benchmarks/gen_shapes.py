@@ -19,6 +19,7 @@ deterministic for a seed.
 | `sglang-040` | 0.4.0 TP1: short lines, `cache hit rate: N%` in Prefill lines (-> 0.4.4) |
 | `vllm-v1` | vLLM 0.12 V1, DP2: engine and SpecDecoding lines every second, access lines (-> 0.13 with `Preemptions` and a field moved) |
 | `vllm-mfu` | vLLM 0.33, DP2: engine, SpecDecoding, MFU and iteration-detail lines (-> a docker prefix and `/GPU` units) |
+| `vllm-v0` | vLLM 0.6.3 V0 with an MLP speculator and prefix caching, TP4: every 5 s an engine line, `Prefix cache hit rate: GPU: .., CPU: ..`, cumulative `Speculative metrics` and `SpecDecodeWorker stage times`, access lines, idle stretches (-> 0.6.4: counters from zero, 5 speculative tokens) |
 | `prometheus` | vLLM 0.11 `/metrics` of two DP engines scraped every 5 s into one file (`# scrape <time>` lines; gauges, counters, per-position and per-reason counters, three histograms) (-> a restart: counters from zero, three engines) |
 
     python3 benchmarks/gen_shapes.py --shape sglang-phase --size 256M --out /tmp/phase.log
@@ -431,6 +432,81 @@ def vllm_v1(o: Out, size: int, restart_at: float) -> None:
             _vllm_interval(o, "", engine, fields, None, False)
 
 
+def _vllm_v0_launch(o: Out, version: str, k: int) -> None:
+    o.line(f"INFO {o.vl()} api_server.py:528] vLLM API server version {version}")
+    o.line(
+        f"INFO {o.vl()} api_server.py:529] args: Namespace(host=None, port=8000, model='meta-llama/Meta-Llama-3.1-70B-Instruct', "
+        f"tensor_parallel_size=4, speculative_model='ibm-fms/llama3-70b-accelerator', num_speculative_tokens={k}, "
+        "enable_prefix_caching=True, max_num_seqs=64)"
+    )
+    o.tick(5000, 9000)
+    o.line(
+        f"INFO {o.vl()} llm_engine.py:237] Initializing an LLM engine (v{version}) with config: "
+        "model='meta-llama/Meta-Llama-3.1-70B-Instruct', speculative_config=SpeculativeConfig("
+        f"draft_model='ibm-fms/llama3-70b-accelerator', num_spec_tokens={k}), "
+        "tokenizer='meta-llama/Meta-Llama-3.1-70B-Instruct', tensor_parallel_size=4, seed=0"
+    )
+    for pid in range(2237, 2240):
+        o.line(
+            f"\x1b[1;36m(VllmWorkerProcess pid={pid})\x1b[0;0m INFO {o.vl()} multiproc_worker_utils.py:215] "
+            "Worker ready; awaiting tasks"
+        )
+    o.tick(40000, 60000)
+    o.line(f"INFO {o.vl()} model_runner.py:1523] Graph capturing finished in 14 secs.")
+    o.line("INFO:     Started server process [2236]")
+    o.line("INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)")
+
+
+def vllm_v0(o: Out, size: int, restart_at: float) -> None:
+    """vLLM 0.6.3 V0 with speculative decoding and prefix caching, a stats line set every 5 s
+    (-> 0.6.4: the counters start again, 5 speculative tokens)."""
+    rng = o.rng
+    k = 3
+    _vllm_v0_launch(o, "0.6.3", k)
+    accepted = drafted = emitted = 0
+    hits = 0.0
+    busy = True
+    new = False
+    while o.size < size:
+        if not new and o.size >= size * restart_at:
+            new, k = True, 5
+            o.t += timedelta(minutes=3)
+            _vllm_v0_launch(o, "0.6.4", k)
+            accepted = drafted = emitted = 0
+        o.tick(4990, 5010)
+        if rng.random() < 0.02:
+            busy = not busy  # stretches of idle intervals between benchmark runs
+        running = rng.randint(1, 64) if busy else 0
+        for _ in range(rng.randint(0, 6) if busy else 0):
+            _access(o, "", 1)
+        prompt = rng.uniform(0, 900) if busy and rng.random() < 0.5 else 0.0
+        gen = running * rng.uniform(8, 30)
+        o.line(
+            f"INFO {o.vl()} metrics.py:349] Avg prompt throughput: {prompt:.1f} tokens/s, Avg generation "
+            f"throughput: {gen:.1f} tokens/s, Running: {running} reqs, Swapped: 0 reqs, Pending: "
+            f"{rng.randint(0, 4) if running > 48 else 0} reqs, GPU KV cache usage: {running * 1.3:.1f}%, "
+            "CPU KV cache usage: 0.0%."
+        )
+        hits = min(99.0, hits + rng.uniform(0, 0.5)) if busy else hits
+        o.line(f"INFO {o.vl()} metrics.py:365] Prefix cache hit rate: GPU: {hits:.2f}%, CPU: 0.00%")
+        if running:
+            cycles = running * rng.randint(10, 40)
+            a = round(cycles * k * rng.uniform(0.3, 0.7))
+            accepted, drafted, emitted = accepted + a, drafted + cycles * k, emitted + a + cycles
+        o.line(
+            f"INFO {o.vl()} metrics.py:367] Speculative metrics: Draft acceptance rate: "
+            f"{accepted / max(drafted, 1):.3f}, System efficiency: {emitted / max(drafted + drafted // k, 1):.3f}, "
+            f"Number of speculative tokens: {k}, Number of accepted tokens: {accepted}, Number of draft "
+            f"tokens: {drafted}, Number of emitted tokens: {emitted}."
+        )
+        if running:
+            o.line(
+                f"INFO {o.vl()} spec_decode_worker.py:1071] SpecDecodeWorker stage times: "
+                f"average_time_per_proposal_tok_ms={rng.uniform(0.9, 1.4):.2f} "
+                f"scoring_time_ms={rng.uniform(30, 45):.2f} verification_time_ms={rng.uniform(0.4, 0.8):.2f}"
+            )
+
+
 def vllm_mfu(o: Out, size: int, restart_at: float) -> None:
     """vLLM 0.33 DP2 with MFU and iteration-detail lines (-> behind a compose prefix, `/GPU`)."""
     rng = o.rng
@@ -665,6 +741,7 @@ SHAPES: dict[str, tuple[str, Writer | None]] = {
     "sglang-040": ("SGLang 0.4.0 TP1", sglang_040),
     "vllm-v1": ("vLLM 0.12 V1 engine + spec lines at 1 s", vllm_v1),
     "vllm-mfu": ("vLLM 0.33 engine, spec, MFU, iteration lines", vllm_mfu),
+    "vllm-v0": ("vLLM 0.6.3 V0: engine, prefix-cache, cumulative spec, stage lines", vllm_v0),
     "prometheus": ("vLLM 0.11 /metrics scrapes every 5 s, DP2 (-> a restart, DP3)", prometheus),
 }
 _START = datetime(2025, 11, 14, 9, 0, 0)
@@ -682,7 +759,9 @@ def generate(shape: str, out: Path, size: int, seed: int = 1, restart_at: float 
         writer(o, size - 4096, restart_at)
         o.flush()
         last = "[2025-11-14 23:59:59 TP0] Decode batch, #running-req: 12, #token: 14000, token usage: 0.0"
-        if shape.startswith("vllm"):
+        if shape == "vllm-v0":
+            last = "INFO 11-14 23:59:59 metrics.py:367] Speculative metrics: Draft acceptance rate: 0.5"
+        elif shape.startswith("vllm"):
             last = "(APIServer pid=1) INFO 11-14 23:59:59 [loggers.py:236] Engine 000: Avg prompt throughput: 12"
         elif shape == "prometheus":
             last = 'vllm:num_requests_running{engine="0",model_name="Qwen/Qwen3-30B-A3B"} 1'

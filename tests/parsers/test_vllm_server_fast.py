@@ -752,3 +752,48 @@ def test_v0_cumulative_spec_lines_are_differenced_in_bulk(
     # the lines before the first start and those where something happens, a few each
     assert len(fed) < 40, fed
     assert rows > 1300
+
+
+def test_v0_cumulative_lines_of_two_engines_and_two_layouts_are_differenced_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader keeps each engine's counters apart (the engine of the engine line before a
+    spec line); here two engines take turns, their spec lines of two layouts (a call site's
+    line number of another width), an error between now and then (a fed line: the rows
+    between two are differenced from what the reader holds), one engine's counters going
+    down once: the same through both paths."""
+    rng = random.Random(11)
+    lines: list[str] = [
+        "INFO 10-21 14:00:00 llm_engine.py:237] Initializing an LLM engine (v0.6.3) with config: "
+        "model='meta-llama/Llama-3.1-8B-Instruct'"
+    ]
+    counts = {0: [0, 0, 0], 1: [0, 0, 0]}
+    for i in range(800):
+        ts = f"10-21 14:{i // 120:02d}:{i // 2 % 60:02d}"
+        engine = i % 2
+        running = rng.randint(0, 9)
+        lines.append(
+            f"INFO {ts} metrics.py:349] Engine {engine:03d}: Avg prompt throughput: "
+            f"{rng.uniform(0, 99) * bool(running):.1f} tokens/s, Avg generation throughput: "
+            f"{rng.uniform(1, 999) * bool(running):.1f} tokens/s, Running: {running} reqs, "
+            "Swapped: 0 reqs, Pending: 0 reqs, GPU KV cache usage: 1.0%, CPU KV cache usage: 0.0%."
+        )
+        c = counts[engine]
+        if running:
+            d = 3 * rng.randint(1, 300)
+            a = rng.randint(0, d)
+            c[0], c[1], c[2] = c[0] + a, c[1] + d, c[2] + a + d // 3
+        if i == 501:
+            c[0], c[1], c[2] = c[0] // 2, c[1] // 2, c[2] // 2
+        site = rng.choice(["metrics.py:367", "metrics.py:1367"])
+        lines.append(
+            f"INFO {ts} {site}] Speculative metrics: Draft acceptance rate: "
+            f"{c[0] / max(c[1], 1):.3f}, System efficiency: {rng.random():.3f}, Number of "
+            f"speculative tokens: 3, Number of accepted tokens: {c[0]}, Number of draft tokens: "
+            f"{c[1]}, Number of emitted tokens: {c[2]}."
+        )
+        if rng.random() < 0.05:
+            lines.append(f"ERROR {ts} serving_completion.py:99] Error in completion stream.")
+    rows, fed = spec_lines_fed(tmp_path / "v0-engines.log", lines, monkeypatch)
+    assert rows > 1400
+    assert len(fed) < 40, fed

@@ -1089,7 +1089,8 @@ class ChunkRun:
         read (a state `_cumulative` does not read in, a count of speculative tokens that is
         no count, a rank's counter unknown before or gone down); or, with `settle`, none
         being such, each row's differences kept (`deltas`) and the reader's state after
-        them (`_spec_v0`: the counters, the count of speculative tokens)."""
+        them (`_spec_v0`: the counters, the count of speculative tokens). The walk asks at
+        every fed line: a few numpy calls on the rows between, one matrix of counters."""
         import numpy as np
 
         f = self.f
@@ -1100,67 +1101,75 @@ class ChunkRun:
                 parts.append((li, lo, hi))
         if not parts:
             return None
-        rows = np.concatenate([self.rows[li][lo:hi] for li, lo, hi in parts])
         if not settle and not (
             "speculative_num_steps" in reader._settings_done
             and reader._derived_line is not None
             and reader._bonus is not None
             and (reader._bonus.value or reader._bonus_clash)
         ):
-            return int(rows.min())
-        owner = np.concatenate(
-            [np.full(hi - lo, k, np.int64) for k, (_, lo, hi) in enumerate(parts)]
-        )
-        pos = np.concatenate([np.arange(lo, hi) for _, lo, hi in parts])
-        order = np.argsort(rows, kind="stable")
-        rows, owner, pos = rows[order], owner[order], pos[order]
-        names, code, _ = self._spec_state(rows)  # (one code per engine name)
-        k = np.empty(len(rows), np.float64)
-        for j, (li, _, _) in enumerate(parts):
-            mine = owner == j
-            k[mine] = self.values[li][pos[mine], f.layouts[li].k_num]
-        bad = k <= 0  # `Number of speculative tokens: 0`: a note
-        # per counter, each row's value before it: the rank's row before it in [a, b), or
-        # the reader's
-        by_rank = np.lexsort((np.arange(len(rows)), code))
-        same = np.zeros(len(rows), np.bool_)
-        same[by_rank[1:]] = code[by_rank[1:]] == code[by_rank[:-1]]
-        before = np.empty(len(rows), np.int64)
-        before[by_rank[1:]] = by_rank[:-1]
-        before[by_rank[0]] = 0
-        found: list[tuple[str, npt.NDArray[np.float64], npt.NDArray[np.float64]]] = []
-        for c in _COUNTERS:
-            value = np.full(len(rows), np.nan)
-            for j, (li, _, _) in enumerate(parts):
-                at = dict(f.layouts[li].counters).get(c)
-                if at is not None:
-                    mine = owner == j
-                    value[mine] = self.values[li][pos[mine], at]
-            if np.isnan(value).all():
-                continue
-            if np.isnan(value).any():
-                return int(rows.min())  # layouts of other counters among each other: fed
-            prev = value[before]
-            first = np.flatnonzero(~same)
-            prev[first] = [
-                reader._cumulative.get((names[int(code[i])], c), np.nan) for i in first.tolist()
+            return int(min(self.rows[li][lo] for li, lo, _ in parts))
+        # the rows in line order, each with its layout's counters (nan: the layout has none
+        # of that name) and count of speculative tokens
+        blocks = []
+        for li, lo, hi in parts:
+            lay = f.layouts[li]
+            num = dict(lay.counters)
+            got = self.values[li][lo:hi][
+                :, [num.get(c, lay.k_num) for c in _COUNTERS] + [lay.k_num]
             ]
-            bad |= np.isnan(prev) | (value < prev)
-            found.append((c, value, prev))
-        hit = np.flatnonzero(bad)
+            for j, c in enumerate(_COUNTERS):
+                if c not in num:
+                    got[:, j] = np.nan
+            blocks.append(got)
+        rows = np.concatenate([self.rows[li][lo:hi] for li, lo, hi in parts])
+        value = blocks[0] if len(blocks) == 1 else np.concatenate(blocks)
+        if len(parts) > 1:
+            order = np.argsort(rows, kind="stable")
+            rows, value = rows[order], value[order]
+        k = value[:, -1]
+        value = value[:, :-1]
+        missing = np.isnan(value)
+        present: npt.NDArray[np.bool_] = np.logical_not(missing.all(axis=0))
+        if (missing[:, present]).any():
+            return int(rows[0])  # layouts of other counters among each other: fed
+        names = self.rank_names
+        if len(names) == 1:  # one engine (V0's: none named): each row's before is the last
+            code = np.zeros(len(rows), np.int64)
+            before = np.arange(-1, len(rows) - 1)
+            first = np.zeros(1, np.int64)
+        else:
+            names, code, _ = self._spec_state(rows)  # (one code per engine name)
+            by_rank = np.lexsort((np.arange(len(rows)), code))
+            same = np.zeros(len(rows), np.bool_)
+            same[by_rank[1:]] = code[by_rank[1:]] == code[by_rank[:-1]]
+            before = np.full(len(rows), -1, np.int64)
+            before[by_rank[1:]] = by_rank[:-1]
+            first = np.flatnonzero(~same)
+        prev = value[np.maximum(before, 0)]
+        counters = [c for j, c in enumerate(_COUNTERS) if present[j]]
+        cols = np.flatnonzero(present)
+        for i in first.tolist():
+            rank = names[int(code[i])]
+            prev[i, cols] = [reader._cumulative.get((rank, c), np.nan) for c in counters]
+        bad = (k <= 0) | (np.isnan(prev[:, cols]) | (value[:, cols] < prev[:, cols])).any(axis=1)
         if not settle:
+            hit = np.flatnonzero(bad)
             return int(rows[hit[0]]) if len(hit) else None
-        assert not len(hit)
-        for j, (li, _, _) in enumerate(parts):
-            mine = owner == j
-            for col, (c, _) in enumerate(f.layouts[li].counters):
-                value, prev = next((v, p) for name, v, p in found if name == c)
-                self.deltas[li][pos[mine], col] = value[mine] - prev[mine]
-        ends = np.ones(len(rows), np.bool_)  # each rank's last row
-        ends[by_rank[:-1]] = code[by_rank[1:]] != code[by_rank[:-1]]
-        for i in np.flatnonzero(ends).tolist():
-            for c, value, _ in found:
-                reader._cumulative[(names[int(code[i])], c)] = float(value[i])
+        assert not bad.any()
+        delta = value - prev
+        for li, lo, hi in parts:
+            want = [_COUNTERS.index(c) for c, _ in f.layouts[li].counters]
+            mine = delta if len(parts) == 1 else delta[np.searchsorted(rows, self.rows[li][lo:hi])]
+            self.deltas[li][lo:hi] = mine[:, want]
+        last = [len(rows) - 1]  # each rank's last row
+        if len(names) > 1:
+            ends = np.ones(len(rows), np.bool_)
+            ends[by_rank[:-1]] = code[by_rank[1:]] != code[by_rank[:-1]]
+            last = np.flatnonzero(ends).tolist()
+        for i in last:
+            rank = names[int(code[i])]
+            for j, c in zip(cols.tolist(), counters, strict=True):
+                reader._cumulative[(rank, c)] = float(value[i, j])
         reader._k = int(k[-1])
         return None
 

@@ -242,13 +242,19 @@ def _learn(text: str) -> _Layout | None:
             elif num.strip("0.") == "":
                 # `-0.00` (a pool's usage of a count below zero): the reader's sample is -0.0
                 shape = "(-" + _ZERO_SIGNED[bool(decimals)].format(d=decimals) + ")"
-            elif num.split(".")[0].strip("0"):
-                # below zero whatever its fraction (`-12`, `-3.50`): no sample (`_bad_value`)
+            else:
+                # below zero: no sample (`_bad_value`). `-12`, `-3.50`: whatever the fraction;
+                # `-0.05`: by the fraction alone, printed with as many decimals (one
+                # alternative per place of its first nonzero digit)
                 shape = f"(-0{{0,14}}[1-9][0-9]{{0,14}}{frac})"
+                if not num.split(".")[0].strip("0"):
+                    places = len(num.partition(".")[2])
+                    alts = "|".join(
+                        f"0{{{i}}}[1-9][0-9]{{{places - 1 - i}}}" for i in range(places)
+                    )
+                    shape = f"(-0{{1,15}}\\.(?:{alts}))"
                 bad.append((kind, shown.strip(), "impossible-value"))
                 bad_groups.add(len(groups))
-            else:
-                return None  # `-0.05`: below zero by its fraction alone, left to `feed`
             value_how = "pct" if pct else "num"
             if pct:
                 shape += "%"

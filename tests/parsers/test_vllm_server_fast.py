@@ -340,6 +340,24 @@ def test_every_line_the_reader_acts_on_holds_a_word(name: str) -> None:
     assert V._STAGE_TIMES in V.FEED_WORDS
 
 
+def test_each_regex_is_searched_only_where_its_literal_is() -> None:
+    """`feed` searches a line with a regex only where the line holds the regex's literal
+    (`_LITERAL`; `_UNREAD`'s two words, `_TS_LEVEL`'s `[`): every line of every fixture, and
+    every marker's examples, that the regex matches holds it."""
+    lines = [x for p in FIXTURES for x in p.read_text(errors="replace").splitlines()]
+    lines += [x for examples in MARKERS.values() for x in examples]
+    pairs: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
+        (rx, (word,)) for rx, word in V._LITERAL.items()
+    ]
+    pairs += [(V._UNREAD, ("Iteration(", "DiffusionDecoding")), (V._TS_LEVEL, ("[",))]
+    for rx, words in pairs:
+        assert all(w in rx.pattern.replace("\\", "") for w in words), rx.pattern
+        hits = [x for x in lines if rx.search(x)]
+        assert hits, rx.pattern  # (the fixtures show each)
+        for x in hits:
+            assert any(w in x for w in words), (rx.pattern, x)
+
+
 @pytest.mark.parametrize(
     "line",
     [

@@ -73,6 +73,17 @@ _TS_LEVEL = re.compile(
     r"^\[(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:[.,]\d+)?)\] "
     r"(?P<level>WARNING|ERROR|CRITICAL) "
 )
+# A literal every match of each regex holds: `feed` searches a line with the regex only
+# where the line holds it (a long line fed, an error's, is not searched ten times over).
+_LITERAL: dict[re.Pattern[str], str] = {
+    _ENGINE_MARK: "throughput",
+    _SPEC_MARK: " metrics",
+    _PREFIX_V0: "Prefix cache hit rate",
+    _ENGINE_INIT: "LLM engine",
+    _NON_DEFAULT: "non-default args:",
+    _VERSION: "version",
+    _HTTP_ACCESS: "INFO:",
+}
 # Fallback for custom logging configs: any dated or time-of-day stamp (docker `-t` too).
 _ANY_TS = re.compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}\b)?"
@@ -234,16 +245,17 @@ class Reader:
         """Records of one line."""
         text = ln.text
         self.claimed = True
-        level = _LEVEL_TS.search(text) or _TS_LEVEL.match(text)
+        # (each regex only where the line holds its `_LITERAL`)
+        level = _LEVEL_TS.search(text) or (_TS_LEVEL.match(text) if text[:1] == "[" else None)
         is_error = level is not None and level.group("level") in ("ERROR", "CRITICAL")
         if level is not None and is_error and not self._error_run:
             self._server_error(ln, text, level)
         self._error_run = is_error
-        m = _ENGINE_MARK.search(text)
+        m = _ENGINE_MARK.search(text) if _LITERAL[_ENGINE_MARK] in text else None
         if m is not None:
             yield from self._engine(ln, m.start())
             return
-        s = _SPEC_MARK.search(text)
+        s = _SPEC_MARK.search(text) if _LITERAL[_SPEC_MARK] in text else None
         if s is not None:
             yield from self._spec(ln, s)
             return
@@ -252,11 +264,11 @@ class Reader:
             if f is not None:
                 yield from self._mfu(ln, f)
                 return
-        u = _UNREAD.search(text)
+        u = _UNREAD.search(text) if "Iteration(" in text or "DiffusionDecoding" in text else None
         if u is not None:
             self._unread_line(ln, u.group("what"))
             return
-        p = _PREFIX_V0.search(text)
+        p = _PREFIX_V0.search(text) if _LITERAL[_PREFIX_V0] in text else None
         if p is not None:
             yield from self._prefix_v0(ln, p.end())
             return
@@ -268,19 +280,19 @@ class Reader:
             self.ctx.embedded.add(_PHASES)
             yield from self._stages.feed(ln)
             return
-        i = _ENGINE_INIT.search(text)
+        i = _ENGINE_INIT.search(text) if _LITERAL[_ENGINE_INIT] in text else None
         if i is not None:
             yield from self._engine_init(ln, i)
             return
-        d = _NON_DEFAULT.search(text)
+        d = _NON_DEFAULT.search(text) if _LITERAL[_NON_DEFAULT] in text else None
         if d is not None:
             yield from self._settings_text(ln, d.group("d"), "non-default args", dict_repr=True)
             return
-        v = _VERSION.search(text)
+        v = _VERSION.search(text) if _LITERAL[_VERSION] in text else None
         if v is not None:
             yield from self._set_version(ln, v.group("ver") or v.group("logo"))
             return
-        if _HTTP_ACCESS.search(text):
+        if _LITERAL[_HTTP_ACCESS] in text and _HTTP_ACCESS.search(text):
             self.ctx.count("http-access")
         else:
             self.ctx.count("ignored")

@@ -84,6 +84,13 @@ _LITERAL: dict[re.Pattern[str], str] = {
     _VERSION: "version",
     _HTTP_ACCESS: "INFO:",
 }
+
+
+def _found(rx: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """`rx.search(text)`, searched only where the line holds the regex's `_LITERAL`."""
+    return rx.search(text) if _LITERAL[rx] in text else None
+
+
 # Fallback for custom logging configs: any dated or time-of-day stamp (docker `-t` too).
 _ANY_TS = re.compile(
     r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2}\b)?"
@@ -251,11 +258,11 @@ class Reader:
         if level is not None and is_error and not self._error_run:
             self._server_error(ln, text, level)
         self._error_run = is_error
-        m = _ENGINE_MARK.search(text) if _LITERAL[_ENGINE_MARK] in text else None
+        m = _found(_ENGINE_MARK, text)
         if m is not None:
             yield from self._engine(ln, m.start())
             return
-        s = _SPEC_MARK.search(text) if _LITERAL[_SPEC_MARK] in text else None
+        s = _found(_SPEC_MARK, text)
         if s is not None:
             yield from self._spec(ln, s)
             return
@@ -268,7 +275,7 @@ class Reader:
         if u is not None:
             self._unread_line(ln, u.group("what"))
             return
-        p = _PREFIX_V0.search(text) if _LITERAL[_PREFIX_V0] in text else None
+        p = _found(_PREFIX_V0, text)
         if p is not None:
             yield from self._prefix_v0(ln, p.end())
             return
@@ -280,19 +287,19 @@ class Reader:
             self.ctx.embedded.add(_PHASES)
             yield from self._stages.feed(ln)
             return
-        i = _ENGINE_INIT.search(text) if _LITERAL[_ENGINE_INIT] in text else None
+        i = _found(_ENGINE_INIT, text)
         if i is not None:
             yield from self._engine_init(ln, i)
             return
-        d = _NON_DEFAULT.search(text) if _LITERAL[_NON_DEFAULT] in text else None
+        d = _found(_NON_DEFAULT, text)
         if d is not None:
             yield from self._settings_text(ln, d.group("d"), "non-default args", dict_repr=True)
             return
-        v = _VERSION.search(text) if _LITERAL[_VERSION] in text else None
+        v = _found(_VERSION, text)
         if v is not None:
             yield from self._set_version(ln, v.group("ver") or v.group("logo"))
             return
-        if _LITERAL[_HTTP_ACCESS] in text and _HTTP_ACCESS.search(text):
+        if _found(_HTTP_ACCESS, text):
             self.ctx.count("http-access")
         else:
             self.ctx.count("ignored")

@@ -189,14 +189,20 @@ def _read_alone(text: str, idle: bool = False) -> tuple[list[Record], dict[str, 
 
 
 def _nan_idle(
-    text: str, kind: int, marker: int, body: int, holes: list[tuple[int, int]], v0_title: bool
+    text: str,
+    kind: int,
+    marker: int,
+    body: int,
+    holes: list[tuple[int, int]],
+    v0_title: bool,
+    nums: list[re.Match[str]],
+    index: dict[tuple[int, int], int],
 ) -> _Layout | None:
     """The layout of a spec line whose values are printed `nan` but its counts (0.8.5's
     idle interval: `Draft acceptance rate: nan%, Mean acceptance length: nan, Accepted: 0
     tokens, ...`), when the reader after an idle interval reads it, and copies with other
-    counts, as a spec line and nothing more: no sample, no note."""
-    nums = list(_NUM.finditer(text))
-    index = {n.span(): k for k, n in enumerate(nums)}
+    counts, as a spec line and nothing more: no sample, no note. (`nums`: the line's
+    numbers, `_NUM`'s; `index`: each one's number by its span.)"""
     nan = [h for h in holes if text[h[0] : h[1]] == "nan"]
     if kind != _SPEC or not nan or not nums or any(h not in index for h in holes if h not in nan):
         return None
@@ -269,7 +275,7 @@ def _learn(text: str) -> _Layout | None:
     nums = list(_NUM.finditer(text))
     index = {n.span(): k for k, n in enumerate(nums)}
     if holes and any(text[h[0] : h[1]] == "nan" for h in holes):
-        return _nan_idle(text, kind, marker, body, holes, v0_title)
+        return _nan_idle(text, kind, marker, body, holes, v0_title, nums, index)
     if holes is None or not holes or any(h not in index for h in holes):
         return None
     value_nums = {index[h] for h in holes}
@@ -338,13 +344,10 @@ def _learn(text: str) -> _Layout | None:
         )
     # the numbers before the first one read need not be read
     skip = min(value_nums | {o.num for o in outputs} | set(layout.idle or ()))
-    capture = ""
-    if len(nums) - skip <= _CAPTURE_MAX:
-        capture = _pattern(text, nums, value_nums, skip)
-        whole = re.fullmatch(capture, text)
-        if whole is None or whole.groups() != tuple(n.group() for n in nums[skip:]):
-            return None
-    layout = replace(layout, lead=nums[skip].start(), skip=skip, capture=capture)
+    captured = _with_capture(layout, text, nums, value_nums, skip)
+    if captured is None:
+        return None
+    layout = captured
     # ... and the learned line itself reads as the layout reads it
     records, _ = _read_alone(text)
     values = [float(n.group()) for n in nums]
@@ -436,10 +439,18 @@ def _cumulative(text: str, marker: int, body: int) -> _Layout | None:
         ):
             return None
     assert layout is not None
-    skip = min(value_nums)
+    return _with_capture(layout, text, nums, value_nums, min(value_nums))
+
+
+def _with_capture(
+    layout: _Layout, text: str, nums: list[re.Match[str]], values: set[int], skip: int
+) -> _Layout | None:
+    """The layout of `text` read from its `skip`-th number on, with its capture pattern
+    (`_Layout.capture`; "" beyond `_CAPTURE_MAX` groups); None when that pattern does not
+    read the line's numbers as `_NUM` finds them."""
     capture = ""
     if len(nums) - skip <= _CAPTURE_MAX:
-        capture = _pattern(text, nums, value_nums, skip)
+        capture = _pattern(text, nums, values, skip)
         whole = re.fullmatch(capture, text)
         if whole is None or whole.groups() != tuple(n.group() for n in nums[skip:]):
             return None
@@ -910,10 +921,9 @@ class ChunkRun:
         import numpy as np
 
         self.fed_samples: list[tuple[int, Sample]] = []
-        # (row, the engine and idle state after it) for each fed row: spec lines after it
-        # take them
         # (row, the engine and idle state after it) for each fed row, as arrays grown by
-        # doubling (`_spec_state` reads them between any two fed rows)
+        # doubling: spec lines after it take them (`_spec_state`, asked between any two fed
+        # rows)
         self.n_states = 0
         self.state_row = np.empty(64, np.int64)
         self.state_rank = np.empty(64, np.int64)  # codes into `rank_names`
@@ -1314,12 +1324,10 @@ class ChunkRun:
 
         n = self.n_states
         if n == len(self.state_row):
-            grow = [
-                np.empty(n, a.dtype) for a in (self.state_row, self.state_rank, self.state_idle)
-            ]
-            self.state_row = np.concatenate([self.state_row, grow[0]])
-            self.state_rank = np.concatenate([self.state_rank, grow[1]])
-            self.state_idle = np.concatenate([self.state_idle, grow[2]])
+            self.state_row, self.state_rank, self.state_idle = (
+                np.concatenate([a, np.empty_like(a)])
+                for a in (self.state_row, self.state_rank, self.state_idle)
+            )
         code = self.rank_code.get(reader._rank)
         if code is None:
             code = self.rank_code[reader._rank] = len(self.rank_names)

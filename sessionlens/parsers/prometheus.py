@@ -230,8 +230,15 @@ class Reader:
             return
         m = _SAMPLE.match(text)
         if m is None:
-            if ln.cut and text.startswith(_PREFIXES):
-                self._cut(ln, text)
+            if text.startswith(_PREFIXES):  # a series of ours without its number
+                if ln.cut:
+                    self._cut(ln, text)
+                else:
+                    self.ctx.warn(
+                        ln.no,
+                        "unparsed-line",
+                        f"a series line that cannot be read: {shown(text, 60)}",
+                    )
             return
         name = m["name"]
         if not name.startswith(_PREFIXES) and name not in _START_TIMES:

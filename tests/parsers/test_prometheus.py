@@ -132,6 +132,21 @@ def test_a_scrape_time_that_is_no_time_gives_no_rate() -> None:
     assert values(whole, "gen_throughput_tok_s") == [20.0]
 
 
+def test_a_series_line_of_ours_without_its_number_is_said_not_dropped() -> None:
+    text = (
+        "# scrape 2026-03-02T09:15:00Z\n"
+        "# TYPE vllm:generation_tokens_total counter\n"
+        'vllm:generation_tokens_total{engine="0"} 100.0\n'
+        'vllm:num_requests_running{engine="0"}\n'  # a hand cut the number off
+        'python_gc_objects_collected_total{generation="0"}\n'  # not ours: passed over
+    )
+    r = parse_text(text, path="m.prom")
+    assert [str(d) for d in r.diagnostics if d.code == "unparsed-line"] == [
+        "m.prom:4: info: a series line that cannot be read: "
+        'vllm:num_requests_running{engine="0"} [unparsed-line]'
+    ]
+
+
 def test_sniff() -> None:
     assert detect("# HELP vllm:num_requests_running Number\n", "metrics.txt") == "prometheus"
     two = 'sglang:token_usage{tp_rank="0"} 0.1\nsglang:num_running_reqs{tp_rank="0"} 2.0\n'

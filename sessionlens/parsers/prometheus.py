@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._lines import Chunk, Line, SourceText
-from ..model import Record, Sample, Setting, SummaryItem
+from ..model import Record, Sample, SampleBatch, Setting, SummaryItem
 from ._fields import epoch_seconds, is_count, read_number, shown, value_problem
 from .base import ParseContext, read_lines
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+    import polars as pl
 
 format_id = "prometheus"
 priority = 20
@@ -37,8 +42,8 @@ _SAMPLE = re.compile(
 )
 # A series line every reader reads alike, in polars' (Rust) regex syntax: `_SAMPLE`'s name and
 # labels, one space, a plain number of ASCII digits (`read_number` reads it as `float` does:
-# no special word, no cut, no `\\d` beyond ASCII), no timestamp, nothing around it. Lines of
-# it are read in bulk (`_bulk`); any other line goes through `Reader.feed`.
+# no special word, no cut, no `\\d` beyond ASCII), no timestamp, nothing around it. The bulk
+# path splits such lines in polars (`_Lines.split`); any other line goes through `feed`.
 _PLAIN_RX = (
     r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{((?:[^}"]|"(?:[^"\\]|\\.)*")*)\})? '
     r"([-+]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)$"
@@ -370,23 +375,24 @@ class Reader:
 
     def _one_per_group(self, values: dict[Key, tuple[float, int]]) -> dict[Key, tuple[float, int]]:
         """SGLang TP ranks of one group report the same batch: the lowest rank's series."""
+        dropped = self._duplicates(values)
+        if not dropped:
+            return values
+        self.ctx.count("duplicate-rank", len(dropped))
+        return {key: v for key, v in values.items() if key not in dropped}
+
+    def _duplicates(self, keys: Iterable[Key]) -> set[Key]:
+        """The series of a TP group other than its lowest rank's."""
         lowest: dict[Key, int] = {}
+        ranked: list[tuple[Key, Key, int]] = []
         facts = self._facts
-        for key in values:
+        for key in keys:
             tp = facts(key).tp_group
             if tp is not None:
                 group, rank = tp
                 lowest[group] = min(rank, lowest.get(group, rank))
-        if not lowest:
-            return values
-        out: dict[Key, tuple[float, int]] = {}
-        for key, v in values.items():
-            tp = facts(key).tp_group
-            if tp is not None and tp[1] != lowest[tp[0]]:
-                self.ctx.count("duplicate-rank")
-                continue
-            out[key] = v
-        return out
+                ranked.append((key, group, rank))
+        return {key for key, group, rank in ranked if rank != lowest[group]}
 
     def _kind(self, name: str) -> str:
         kind = self._kinds.get(name)
@@ -531,13 +537,14 @@ class Reader:
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
     """Records of one file of `/metrics` scrapes, in line order (a scrape when it ends).
 
-    Chunks of `FAST_MIN_BYTES` or more are read in bulk (`_bulk`); the rest line by line.
-    Both go through one `Reader`: the bulk path only finds the parts of plain series lines
-    (and passes over `# HELP` lines) the way `feed` would."""
+    Chunks of `FAST_MIN_BYTES` or more are read in bulk (`_Bulk`); the rest line by line.
+    Both go through one `Reader`: the bulk path reads runs of scrapes laid out as one the
+    reader has read (`_Template`) with numpy, and feeds every other line."""
     reader = Reader(ctx)
     if not FAST:
         yield from read_lines(reader, src)
         return
+    bulk = _Bulk(reader)
     for piece in src.chunks(FAST_CHUNK):
         if isinstance(piece, Line):
             yield from reader.feed(piece)
@@ -545,52 +552,532 @@ def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
             for ln in src.chunk_lines(piece):
                 yield from reader.feed(ln)
         else:
-            yield from _bulk(reader, src, piece)
+            yield from bulk.chunk(src, piece)
     yield from reader.finish()
 
 
-def _bulk(reader: Reader, src: SourceText, chunk: Chunk) -> Iterator[Record]:
-    """A chunk's records: its plain series lines (`_PLAIN_RX`) split into name, labels and
-    number by one regex pass in polars, `# HELP` lines passed over, every other line fed."""
-    import numpy as np
-    import polars as pl
+# ---------------------------------------------------------------------- the bulk path
+#
+# A server's scrapes are laid out alike, scrape after scrape: the same series in the same
+# order under the same `# HELP` and `# TYPE` lines; only the numbers (and a `# scrape` line's
+# time) change. The bulk path learns that layout from two scrape starts the reader found
+# (`_Template`: the lines from one start to the next), then compares the lines that follow
+# with it, block by block, in polars (each line's series name and labels, or its whole text).
+# A run of blocks laid out alike is one scrape each: their numbers are read in one cast, and
+# what `Reader._close` would give for each is worked out with numpy over all of them
+# (`_Run`). A scrape that warns, restarts or says something once (the first acceptance
+# length) is closed by `Reader._close` itself. Any other line is fed.
 
-    from .._lines import polars_lines
-
-    got = polars_lines(chunk)
-    if got is None:  # what polars might not split as `_lines` does: line by line
-        for ln in src.chunk_lines(chunk):
-            yield from reader.feed(ln)
-        return
-    t = got[0]
-    found = t.to_frame("t").select(
-        pl.col("t").str.extract_groups(_PLAIN_RX).struct.unnest(),
-        help=pl.col("t").str.starts_with(_HELP),
-    )
-    names, bodies, numbers = (found[c].to_list() for c in ("1", "2", "3"))
-    rest = np.flatnonzero(found["1"].is_null().to_numpy() & ~found["help"].to_numpy())
-    texts = dict(zip(rest.tolist(), t.gather(rest).to_list(), strict=True))
-    del found, t, got
-    first = chunk.first
-    count, labels_of, series = reader.ctx.count, reader._labels, reader._series
-    for i, name in enumerate(names):
-        if name is None:
-            text = texts.get(i)
-            if text is not None:
-                yield from reader.feed(Line(first + i, text))
-            continue
-        if not name.startswith(_PREFIXES) and name not in _START_TIMES:
-            count("other-series")
-            continue
-        labels = labels_of(bodies[i])
-        if labels is None:  # labels `_labels` does not read: `feed` says so
-            yield from reader.feed(Line(first + i, _line(name, bodies[i], numbers[i])))
-            continue
-        done = series(first + i, name, labels, float(numbers[i]), None)
-        if done:
-            yield from done
+_WINDOW = 64  # lines of a chunk split and fetched as Python lists at a time, while fed
+# A line's last word when it is a plain number (`_PLAIN_RX`'s), with the space before it
+_LAST_NUMBER_RX = r"( [-+]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)$"
 
 
-def _line(name: str, body: str | None, number: str) -> str:
-    """A plain series line from its parts, as it was printed."""
-    return f"{name}{{{body}}} {number}" if body is not None else f"{name} {number}"
+@dataclass(slots=True)
+class _Template:
+    """The lines of one scrape as the reader read them, from its start to the next's.
+
+    Per line: the text, the text without a last number (`_LAST_NUMBER_RX`), and whether it
+    is a plain series line (`_PLAIN_RX`). A line of a block is laid out as the template's
+    when it is a plain series line of the same series (the same text up to the number,
+    and a number), or else the same text; the first, a `# scrape` line, with any time.
+    What such a block holds: its series lines' offsets and keys, its lines of other
+    exporters' series, the `# TYPE` lines (each must agree with what the reader holds:
+    then reading them again changes nothing), whether a `# EOF` ends it."""
+
+    texts: pl.Series
+    shapes: pl.Series
+    plain: npt.NDArray[np.bool_]
+    marker: bool
+    eof: bool
+    offsets: npt.NDArray[np.int64]
+    keys: list[Key]
+    other: int
+    types: list[tuple[str, str]]
+
+    @property
+    def n(self) -> int:
+        return len(self.plain)
+
+
+class _Bulk:
+    """The bulk path over one file's chunks: the template learned so far, and the scrape
+    the reader holds open (so that a scrape start is seen as a line is fed)."""
+
+    def __init__(self, reader: Reader) -> None:
+        self.reader = reader
+        self.template: _Template | None = None
+        self.open: _Scrape | None = None
+
+    def chunk(self, src: SourceText, chunk: Chunk) -> Iterator[Record]:
+        """A chunk's records: runs of scrapes laid out as the template read in bulk, every
+        other line fed (`# HELP` lines passed over, plain series lines split by polars)."""
+        import polars as pl
+
+        from .._lines import polars_lines
+
+        reader = self.reader
+        got = polars_lines(chunk)
+        if got is None:  # what polars might not split as `_lines` does: line by line
+            for ln in src.chunk_lines(chunk):
+                yield from reader.feed(ln)
+            self.open = reader._scrape
+            return
+        t = got[0]
+        found = t.to_frame("t").with_columns(n=pl.col("t").str.extract(_LAST_NUMBER_RX))
+        found = found.with_columns(s=pl.col("t").str.strip_suffix(pl.col("n").fill_null("")))
+        lines = _Lines(t, found["s"], found["n"], chunk.first)
+        del found, got
+        n, first = len(t), chunk.first
+        count, labels_of, series = reader.ctx.count, reader._labels, reader._series
+        i, lo, hi, last_start = 0, 0, 0, None
+        width = _WINDOW
+        names: list[str | None] = []
+        bodies: list[str | None] = []
+        numbers: list[str | None] = []
+        texts: list[str] = []
+        while i < n:
+            if i >= hi:  # the next lines, split, as Python lists
+                lo, hi = i, min(n, i + width)
+                names, bodies, numbers, texts = lines.split(lo, hi)
+                width = min(width * 2, 1 << 13)
+            k = i - lo
+            name = names[k]
+            if name is None:
+                if not texts[k].startswith(_HELP):
+                    yield from reader.feed(Line(first + i, texts[k]))
+            elif not name.startswith(_PREFIXES) and name not in _START_TIMES:
+                count("other-series")
+            else:
+                labels = labels_of(bodies[k])
+                if labels is None:  # labels `_labels` does not read: `feed` says so
+                    yield from reader.feed(Line(first + i, texts[k]))
+                else:
+                    done = series(first + i, name, labels, float(numbers[k] or ""), None)
+                    if done:
+                        yield from done
+            opened = reader._scrape
+            if opened is None or opened is self.open or opened.line != first + i:
+                self.open = opened
+                i += 1
+                continue
+            # a scrape starts at this line: the blocks from here laid out as the template?
+            self.open = opened
+            m, stamps = (0, []) if self.template is None else lines.match(reader, self.template, i)
+            if m == 0 and last_start is not None:
+                learned = lines.learn(reader, last_start, i)
+                if learned is not None:
+                    self.template = learned
+                    m, stamps = lines.match(reader, learned, i)
+            last_start = i
+            if m == 0:
+                i += 1
+                continue
+            template = self.template
+            assert template is not None
+            yield from _Run(reader, template, lines, i, m, stamps).records()
+            self.open = reader._scrape
+            last_start = i + (m - 1) * template.n
+            i += m * template.n
+            hi = i  # split the lines again from here
+            width = _WINDOW
+
+
+class _Lines:
+    """A chunk's lines as polars columns: the text, the text without a last number, the
+    number (with the space before it; null when the line ends in none)."""
+
+    def __init__(self, texts: pl.Series, shapes: pl.Series, numbers: pl.Series, first: int):
+        self.texts, self.shapes, self.numbers = texts, shapes, numbers
+        self.numbered = numbers.is_not_null().to_numpy()
+        self.first = first
+
+    def split(
+        self, lo: int, hi: int
+    ) -> tuple[list[str | None], list[str | None], list[str | None], list[str]]:
+        """Lines `lo` to `hi` (not included): a plain series line's name, labels and number
+        (`_PLAIN_RX`; None for any other line), and the text."""
+        import polars as pl
+
+        texts = self.texts.slice(lo, hi - lo)
+        parts = texts.to_frame("t").select(
+            pl.col("t").str.extract_groups(_PLAIN_RX).struct.unnest()
+        )
+        return (parts["1"].to_list(), parts["2"].to_list(), parts["3"].to_list(), texts.to_list())
+
+    def learn(self, reader: Reader, start: int, end: int) -> _Template | None:
+        """The template of the lines from one scrape start to the next, the reader having
+        read them; None when a block laid out so could not be read in bulk (a line that
+        warns, a series line with a timestamp or a special number, a `# scrape` line or a
+        series line after `# EOF`, a series twice)."""
+        import numpy as np
+        import polars as pl
+
+        names, bodies, _, texts = self.split(start, end)
+        marker = eof = False
+        offsets: list[int] = []
+        keys: list[Key] = []
+        types: list[tuple[str, str]] = []
+        other = 0
+        for k, (name, body, text) in enumerate(zip(names, bodies, texts, strict=True)):
+            if name is None:
+                s = text.strip()
+                if not s:
+                    continue
+                if s.startswith("#"):
+                    if _SCRAPE.match(s):
+                        if k > 0:
+                            return None
+                        marker = True
+                    elif s.upper().startswith("# EOF"):
+                        eof = True
+                    elif (typed := _TYPE.match(s)) is not None:
+                        types.append((typed["name"], typed["type"].lower()))
+                    continue
+                m = _SAMPLE.match(s)
+                if m is None:
+                    if s.startswith(_PREFIXES):
+                        return None  # a series of ours without its number: warned
+                    continue
+                if m["name"].startswith(_PREFIXES) or m["name"] in _START_TIMES:
+                    return None  # read by `feed` alone: a timestamp, NaN, labels cut ...
+                other += 1
+                continue
+            if not name.startswith(_PREFIXES) and name not in _START_TIMES:
+                other += 1
+                continue
+            labels = reader._labels(body)
+            if labels is None or eof:
+                return None
+            offsets.append(k)
+            keys.append((name, labels))
+        if not keys or len(set(keys)) < len(keys) or not (marker or offsets[0] == 0):
+            return None
+        return _Template(  # columns of their own: the chunk's buffers are not kept
+            pl.Series(texts, dtype=pl.String),
+            pl.Series(self.shapes.slice(start, end - start).to_list(), dtype=pl.String),
+            np.array([name is not None for name in names], dtype=bool),
+            marker,
+            eof,
+            np.array(offsets, dtype=np.int64),
+            keys,
+            other,
+            types,
+        )
+
+    def match(
+        self, reader: Reader, template: _Template, start: int
+    ) -> tuple[int, list[str | None]]:
+        """How many blocks from `start` on are laid out as the template (0 when a `# TYPE`
+        line of it no longer agrees with the reader), and their `# scrape` times. Compared
+        in windows of 1, 2, 4 … blocks, so that the work is of the blocks that match."""
+        import numpy as np
+
+        if any(reader._types.get(name) != kind for name, kind in template.types):
+            return 0, []
+        size = template.n
+        most = (len(self.numbered) - start) // size
+        done, width = 0, 1
+        while done < most:
+            w = min(width, most - done)
+            at, rows = start + done * size, w * size
+            ok = self._alike(template, at, rows)
+            if template.marker:
+                ok[::size] = True  # checked below, with the time
+            bad = np.flatnonzero(~ok)
+            if bad.size:
+                done += int(bad[0]) // size
+                break
+            done += w
+            width *= 2
+        stamps: list[str | None] = []
+        if template.marker and done:
+            heads = self.texts.gather(start + size * np.arange(done)).to_list()
+            for j, head in enumerate(heads):
+                s = head.strip()
+                m = _SCRAPE.match(s) if s.startswith("#") else None
+                if m is None:
+                    done = j
+                    break
+                stamps.append(m["ts"] or None)
+        return done, stamps
+
+    def _alike(self, template: _Template, at: int, rows: int) -> npt.NDArray[np.bool_]:
+        """Of lines `at` to `at + rows`, which are laid out as the template's lines."""
+        import numpy as np
+
+        idx = np.tile(np.arange(template.n), rows // template.n)
+        plain = template.plain[idx]
+        same_shape = self.shapes.slice(at, rows).eq_missing(template.shapes.gather(idx))
+        same_text = self.texts.slice(at, rows).eq_missing(template.texts.gather(idx))
+        alike: npt.NDArray[np.bool_] = np.where(
+            plain, same_shape.to_numpy() & self.numbered[at : at + rows], same_text.to_numpy()
+        )
+        return alike
+
+
+class _Unlike(Exception):
+    """Blocks whose samples the bulk path cannot order as the reader does."""
+
+
+class _Item(NamedTuple):
+    """A sample a closed scrape may give, in the order `Reader._close` gives them: its
+    metric, rank, line (offset in the block), value and whether it is given, per block."""
+
+    metric: str
+    rank: str | None
+    offset: int
+    values: npt.NDArray[np.float64]
+    given: npt.NDArray[np.bool_] | None
+
+
+class _Run:
+    """`m` blocks from chunk line `start` on, laid out as the template (the reader has read
+    the first line: the first block's scrape has started). Each block is one scrape; those
+    the next block's start (or a `# EOF`) closes are closed here: what `Reader._close`
+    gives for them worked out with numpy, or by `Reader._close` for a scrape that warns,
+    restarts or sets something, or whose scrape before is not laid out as it is."""
+
+    def __init__(
+        self,
+        reader: Reader,
+        template: _Template,
+        lines: _Lines,
+        start: int,
+        m: int,
+        stamps: list[str | None],
+    ) -> None:
+        import numpy as np
+        import polars as pl
+
+        self.reader, self.t, self.m = reader, template, m
+        starts = start + template.n * np.arange(m, dtype=np.int64)
+        rows = (starts[:, None] + template.offsets[None, :]).ravel()
+        numbers = lines.numbers.gather(rows).str.slice(1).cast(pl.Float64)
+        self.values = numbers.to_numpy().reshape(m, len(template.keys))
+        self.heads = starts + lines.first  # each block's first line number
+        self.stamps = stamps if template.marker else [None] * m
+        self.seconds = [epoch_seconds(s) if s else None for s in self.stamps]
+        dropped = reader._duplicates(template.keys)
+        self.kept = [k for k, key in enumerate(template.keys) if key not in dropped]
+        self.dropped = len(template.keys) - len(self.kept)
+
+    def scrape(self, j: int, *, kept: bool) -> _Scrape:
+        """Block `j`'s scrape as the reader holds it: every series, or the kept ones."""
+        head, values = int(self.heads[j]), self.values[j]
+        keys, offsets = self.t.keys, self.t.offsets
+        which = self.kept if kept else range(len(keys))
+        return _Scrape(
+            head,
+            self.stamps[j],
+            self.seconds[j],
+            {keys[k]: (float(values[k]), head + int(offsets[k])) for k in which},
+        )
+
+    def records(self) -> Iterator[Record]:
+        import numpy as np
+
+        reader, t, m = self.reader, self.t, self.m
+        ctx = reader.ctx
+        # the series lines, less the first block's first (read by the reader already)
+        n_series = len(t.keys) * m - (0 if t.marker else 1)
+        if n_series:
+            ctx.count("series", n_series)
+        if t.other:
+            ctx.count("other-series", t.other * m)
+        closed = m if t.eof else m - 1
+        if closed:
+            try:
+                items, slow, bonus = self._items(closed)
+            except _Unlike:
+                items, slow, bonus = [], np.ones(closed, dtype=bool), np.zeros(closed, dtype=bool)
+            pos, bulk_last = 0, False
+            while pos < closed:
+                end = closed
+                ahead = np.flatnonzero(slow[pos:])
+                if ahead.size:
+                    end = pos + int(ahead[0])
+                if not reader._bonus_said:
+                    ahead = np.flatnonzero(bonus[pos:end])
+                    if ahead.size:
+                        end = pos + int(ahead[0])
+                if end > pos:
+                    yield from self._emit(items, pos, end)
+                    bulk_last = True
+                if end < closed:  # the reader closes this one itself
+                    if bulk_last:
+                        reader._prev = self.scrape(end - 1, kept=True)
+                    reader._scrape = self.scrape(end, kept=False)
+                    yield from reader._close()
+                    bulk_last = False
+                    end += 1
+                pos = end
+            if bulk_last:
+                reader._prev = self.scrape(closed - 1, kept=True)
+        reader._scrape = None if t.eof else self.scrape(m - 1, kept=False)
+
+    def _items(
+        self, closed: int
+    ) -> tuple[list[_Item], npt.NDArray[np.bool_], npt.NDArray[np.bool_]]:
+        """What the closed blocks give (`_Item`s, as `_gauges` and `_intervals` give them),
+        which of them the reader must close itself (a gauge that warns, a restart, the
+        first block when the scrape before it holds other series) and which would say
+        that the acceptance length counts the bonus token."""
+        import numpy as np
+
+        reader, t = self.reader, self.t
+        keys = [t.keys[k] for k in self.kept]
+        facts = [reader._facts(key) for key in keys]
+        offsets = [int(t.offsets[k]) for k in self.kept]
+        w = np.empty((closed + 1, len(keys)))
+        w[1:] = self.values[:closed, self.kept]
+        prev = reader._prev
+        slow = np.zeros(closed, dtype=bool)
+        if prev is not None and prev.values.keys() == set(keys):
+            w[0] = [prev.values[key][0] for key in keys]
+        else:
+            w[0] = np.nan
+            slow[0] = True
+        cur, before = w[1:], w[:-1]
+        down = [c for c, f in enumerate(facts) if f.restart == "down"]
+        changed = [c for c, f in enumerate(facts) if f.restart == "changed"]
+        slow |= (cur[:, down] < before[:, down]).any(axis=1)
+        slow |= (cur[:, changed] != before[:, changed]).any(axis=1)
+        bonus = np.zeros(closed, dtype=bool)
+        items: list[_Item] = []
+        for c, (key, f) in enumerate(zip(keys, facts, strict=True)):
+            metric = _GAUGES.get(key[0])
+            if metric is None:
+                continue
+            v = cur[:, c]
+            slow |= ~np.isfinite(v) | (v < 0)  # `value_problem`: warned
+            given = None
+            if metric == "accept_len":
+                given = v != 0
+                bonus |= given
+            items.append(_Item(metric, f.delta_key[1], offsets[c], v, given))
+        # counter and histogram sums per (name, rank, extra label), in the order of `_intervals`
+        sums: dict[tuple[str, str | None, str | None], tuple[npt.NDArray[np.float64], int]] = {}
+        with np.errstate(all="ignore"):
+            for c, f in enumerate(facts):
+                if not f.moves:
+                    continue
+                total, at = sums.get(f.delta_key, (np.zeros(closed), offsets[c]))
+                sums[f.delta_key] = ((total + cur[:, c]) - before[:, c], at)
+            stamps = [np.nan if prev is None or prev.seconds is None else prev.seconds]
+            stamps += [np.nan if s is None else s for s in self.seconds[:closed]]
+            secs = np.array(stamps, dtype=np.float64)
+            dt = secs[1:] - secs[:-1]
+            timed = secs[1:] > secs[:-1]
+            gauge_metrics = {_GAUGES[n] for n, _ in keys if n in _GAUGES}
+            ranks = sorted({r for _, r, _ in sums}, key=lambda r: (r is not None, r or ""))
+            for rank in ranks:
+                bonus |= self._rank_items(items, sums, rank, dt, timed, gauge_metrics)
+        return items, slow, bonus
+
+    @staticmethod
+    def _rank_items(
+        items: list[_Item],
+        sums: dict[tuple[str, str | None, str | None], tuple[npt.NDArray[np.float64], int]],
+        rank: str | None,
+        dt: npt.NDArray[np.float64],
+        timed: npt.NDArray[np.bool_],
+        gauge_metrics: set[str],
+    ) -> npt.NDArray[np.bool_]:
+        """`Reader._rank_intervals`' samples of one rank as `_Item`s; where it would say
+        that the acceptance length counts the bonus token."""
+        import numpy as np
+
+        def get(name: str, extra: str | None = None) -> tuple[npt.NDArray[np.float64], int] | None:
+            return sums.get((name, rank, extra))
+
+        def add(metric: str, v: npt.NDArray[np.float64], at: int, given: Any = None) -> None:
+            items.append(_Item(metric, rank, at, v, given))
+
+        for name, (metric, rate) in _COUNTERS.items():
+            got = get(name)
+            if got is None:
+                continue
+            add(metric, got[0], got[1])
+            if rate is not None and rate not in gauge_metrics:
+                add(rate, got[0] / dt, got[1], timed)
+        bonus = np.zeros(len(dt), dtype=bool)
+        acc = get("vllm:spec_decode_num_accepted_tokens_total")
+        drafts = get("vllm:spec_decode_num_drafts_total")
+        tokens = get("vllm:spec_decode_num_draft_tokens_total")
+        if acc is not None and drafts is not None:
+            bonus = drafts[0] > 0
+            add("accept_len", 1 + acc[0] / drafts[0], acc[1], bonus)
+            positions = [
+                (int(e), v)
+                for (n, r, e), v in sums.items()
+                if n == _PER_POS and r == rank and e is not None and is_count(e)
+            ]
+            if len({i for i, _ in positions}) < len(positions):
+                # two labels of one position (`1`, `01`): the reader orders them by value
+                raise _Unlike
+            for i, (accepted, at) in sorted(positions, key=lambda p: p[0]):
+                add(f"position_acceptance_rate_{i}", accepted / drafts[0], at, bonus)
+        if acc is not None and tokens is not None:
+            add("draft_acceptance_rate", acc[0] / tokens[0], acc[1], tokens[0] > 0)
+        for hits_name, queries_name in zip(_HITS, _QUERIES, strict=True):
+            hits, queries = get(hits_name), get(queries_name)
+            if hits is not None and queries is not None:
+                add("prefix_cache_hit_rate", hits[0] / queries[0], hits[1], queries[0] > 0)
+        seen: dict[str, npt.NDArray[np.bool_]] = {}
+        for base, metric in _HISTOGRAMS.items():
+            total, count = get(base + "_sum"), get(base + "_count")
+            if total is None or count is None:
+                continue
+            given = count[0] > 0
+            if metric in seen:
+                given = given & ~seen[metric]
+            seen[metric] = seen[metric] | given if metric in seen else given
+            add(metric, total[0] / count[0] * 1000, total[1], given)
+        return bonus
+
+    def _emit(self, items: list[_Item], a: int, b: int) -> Iterator[Record]:
+        """The samples of closed blocks `a` to `b` (not included), as one batch."""
+        import numpy as np
+        import polars as pl
+
+        reader = self.reader
+        reader.ctx.count("scrape", b - a)
+        if self.dropped:
+            reader.ctx.count("duplicate-rank", self.dropped * (b - a))
+        if not items:
+            return
+        nb, ni = b - a, len(items)
+        values = np.column_stack([it.values[a:b] for it in items])
+        given = np.ones((nb, ni), dtype=bool)
+        for c, it in enumerate(items):
+            if it.given is not None:
+                given[:, c] = it.given[a:b]
+        keep = given.ravel()
+        offsets = np.array([it.offset for it in items], dtype=np.int64)
+        metrics = sorted({it.metric for it in items})
+        ranks = sorted({it.rank for it in items}, key=lambda r: (r is not None, r or ""))
+        metric_codes = np.array([metrics.index(it.metric) for it in items], dtype=np.uint32)
+        rank_codes = np.array([ranks.index(it.rank) for it in items], dtype=np.uint32)
+        blocks = np.repeat(np.arange(a, b, dtype=np.uint32), ni)[keep]
+        frame = pl.DataFrame(
+            {
+                "line": (self.heads[a:b, None] + offsets[None, :]).ravel()[keep],
+                "block": pl.Series([None], dtype=pl.Int64).gather(np.zeros(keep.sum(), np.uint32)),
+                "run": pl.Series([None], dtype=pl.Int64).gather(np.zeros(keep.sum(), np.uint32)),
+                "rank": pl.Series(ranks, dtype=pl.String).gather(np.tile(rank_codes, nb)[keep]),
+                "ts": pl.Series(self.stamps, dtype=pl.String).gather(blocks),
+                "metric": pl.Series(metrics, dtype=pl.String).gather(
+                    np.tile(metric_codes, nb)[keep]
+                ),
+                "value": values.ravel()[keep],
+            }
+        )
+        if frame.height == 0:
+            return
+        batch = SampleBatch(frame)
+        sink = reader.ctx.sink
+        if sink is not None:
+            sink(batch)
+        else:
+            yield from batch.samples()

@@ -30,20 +30,23 @@ FIXTURES = sorted(
 
 
 class Bulk:
-    """Counts the series lines the bulk path split (so a test proves it ran)."""
+    """Counts the lines the bulk path read in runs of scrapes laid out alike (so a test
+    proves it ran)."""
 
     lines = 0
 
 
 @pytest.fixture(autouse=True)
 def _count_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = P.Reader._series
+    real = P._Run.__init__
 
-    def counting(self: P.Reader, *args: Any) -> Any:
-        Bulk.lines += 1
-        return real(self, *args)
+    def counting(
+        self: P._Run, reader: Any, template: Any, lines: Any, start: int, m: int, stamps: Any
+    ) -> None:
+        Bulk.lines += m * template.n
+        real(self, reader, template, lines, start, m, stamps)
 
-    monkeypatch.setattr(P.Reader, "_series", counting)
+    monkeypatch.setattr(P._Run, "__init__", counting)
     Bulk.lines = 0
 
 
@@ -66,7 +69,7 @@ def parse(path: Path, monkeypatch: pytest.MonkeyPatch, fast: bool, chunk: int) -
 
 
 def assert_same(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> int:
-    """Both paths agree on the file; how many series lines the bulk path split."""
+    """Both paths agree on the file; how many lines the bulk path read in runs."""
     slow = parse(path, monkeypatch, fast=False, chunk=chunk)
     Bulk.lines = 0
     fast = parse(path, monkeypatch, fast=True, chunk=chunk)
@@ -80,7 +83,10 @@ def assert_same(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> int:
 def test_the_bulk_path_gives_what_the_line_path_gives_on_every_fixture(
     path: Path, chunk: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert assert_same(path, monkeypatch, chunk) > 0  # the bulk path read series lines
+    in_runs = assert_same(path, monkeypatch, chunk)
+    _, counts, _, _ = parse(path, monkeypatch, fast=True, chunk=chunk)
+    if chunk > path.stat().st_size and counts["scrape"] >= 3:
+        assert in_runs > 0  # scrapes laid out alike were read in bulk
 
 
 # Lines among scrapes: a paste, a hand, another exporter, a cut. Each either reads as a plain
@@ -178,9 +184,12 @@ def test_scrapes_with_odd_lines_read_the_same(
 ) -> None:
     rng = random.Random(seed)
     path = tmp_path / "metrics.prom"
-    path.write_text(_scrapes(rng, rng.randint(3, 40), rng.choice([0.0, 0.05, 0.3])))
-    for chunk in (rng.randint(64, 2048), 1 << 20):
-        assert assert_same(path, monkeypatch, chunk) > 0
+    odd = rng.choice([0.0, 0.05, 0.3])
+    path.write_text(_scrapes(rng, rng.randint(3, 40), odd))
+    assert_same(path, monkeypatch, rng.randint(64, 2048))
+    in_runs = assert_same(path, monkeypatch, 1 << 20)
+    if odd == 0:
+        assert in_runs > 0  # scrapes laid out alike were read in bulk
 
 
 def test_a_type_line_that_changes_a_kind_is_heeded_at_once(
@@ -214,8 +223,12 @@ def test_the_benchmarks_shape_reads_the_same(
 
     path = tmp_path / "metrics.prom"
     gen_shapes.generate("prometheus", path, 700 << 10, seed=3, restart_at=0.5)
-    for chunk in (96 << 10, 1 << 20):
-        assert assert_same(path, monkeypatch, chunk) > 5000
+    lines = path.read_bytes().count(b"\n")
+    for chunk, share in ((96 << 10, 0.6), (1 << 20, 0.9)):
+        in_runs = assert_same(path, monkeypatch, chunk)
+        # all but about a scrape a chunk (one is cut by the chunk's end), and those around
+        # the restart (a new layout is learned from two scrapes)
+        assert in_runs > share * lines
 
 
 @pytest.mark.parametrize(
@@ -245,3 +258,143 @@ def test_a_restart_is_what_went_down_or_a_start_time_that_changed(
         f"{float(before):g} -> {float(after):g}): the server restarted; this scrape starts a "
         "new launch and its counters set the new baseline [counter-reset]"
     ]
+
+
+@pytest.mark.parametrize("stray", [True, False])
+def test_a_run_of_scrapes_heeds_a_type_line_that_changed_a_kind_before_it(
+    stray: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each scrape declares `num_requests_running` a gauge, whose value goes down every
+    # other scrape; a stray `# TYPE ... counter` line between two scrapes makes it a counter
+    # until the next scrape's own `# TYPE` line. Read as a counter at a scrape's end, it
+    # would restart the server: the bulk path must not read a run of scrapes under a kind
+    # its own `# TYPE` lines would change.
+    lines = []
+    for k in range(24):
+        lines.append(f"# scrape 2026-03-02T09:{15 + k // 6:02d}:{k % 6 * 10:02d}+00:00")
+        lines.append("# TYPE vllm:num_requests_running gauge")
+        lines.append(f'vllm:num_requests_running{{engine="0"}} {5 - k % 2}')
+        lines.append(f'vllm:generation_tokens_total{{engine="0"}} {100 * (k + 1)}')
+        if stray and k == 9:
+            lines.append("# TYPE vllm:num_requests_running counter")
+    path = tmp_path / "m.prom"
+    path.write_text("\n".join(lines) + "\n")
+    assert assert_same(path, monkeypatch, 1 << 20) > 0
+    _, counts, notes, _ = parse(path, monkeypatch, fast=True, chunk=1 << 20)
+    assert counts["scrape"] == 24
+    resets = [n for n in notes if "counter-reset" in n]
+    # the stray line's kind holds only for the scrape it ends (the 10th, from line 37),
+    # whose value went down from the 9th's: that one restarts, no other
+    assert resets == (
+        [
+            "m.prom:37: info: counters went down (vllm:num_requests_running 5 -> 4): the "
+            "server restarted; this scrape starts a new launch and its counters set the new "
+            "baseline [counter-reset]"
+        ]
+        if stray
+        else []
+    )
+
+
+def _steady(rng: random.Random, n: int) -> str:
+    """`n` scrapes laid out alike (what a server's `/metrics` gives scrape after scrape),
+    with what varies among exporters and sessions drawn at random: `# scrape` lines (an ISO
+    time, epoch seconds, none, a time that stands still) or none, `# EOF` lines, SGLang TP
+    ranks, engines, per-position counters, histograms whose count stays 0, an acceptance
+    gauge at 0, other exporters' series, blank lines; and now and then what the reader
+    must see for itself: a gauge below zero, a counter that goes down, a start time that
+    changes, a series that appears."""
+    marker = rng.choice(["iso", "epoch", "bare", "still", None])
+    eof = rng.random() < 0.3
+    sglang = rng.random() < 0.4
+    ranks = [f'tp_rank="{r}"' for r in range(rng.randint(1, 3))] if sglang else []
+    engines = [f'engine="{e}"' for e in range(rng.randint(1, 3))] if not sglang else []
+    labels = ranks or engines
+    counters = {lab: [0.0] * 8 for lab in labels}
+    start = 1772440000.0
+    extra = False
+    out: list[str] = []
+    for k in range(n):
+        if marker == "iso":
+            out.append(f"# scrape 2026-03-02T{9 + k // 3600:02d}:{k // 60 % 60:02d}:{k % 60:02d}Z")
+        elif marker == "epoch":
+            out.append(f"# scrape {1772442000 + 5 * k}")
+        elif marker == "bare":
+            out.append("# scrape")
+        elif marker == "still":
+            out.append(f"# scrape {1772442000 + 5 * (k // 2)}")
+        if rng.random() < 0.03:
+            start += 100.0  # a restart that shows only in the start time
+        out.append("# HELP process_start_time_seconds Start time.")
+        out.append("# TYPE process_start_time_seconds gauge")
+        out.append(f"process_start_time_seconds {start!r}")
+        out.append(f'python_gc_objects_collected_total{{generation="0"}} {rng.randint(0, 9)}.0')
+        if rng.random() < 0.02:
+            extra = True  # a new series from here on: another layout
+        for lab in labels:
+            c = counters[lab]
+            if rng.random() < 0.02:
+                c[:] = [0.0] * 8  # counters from zero: a restart
+            for j in range(8):
+                c[j] += rng.choice([0, 0, rng.randint(1, 400)])
+            lab2 = lab + ',model_name="m"'
+            if sglang:
+                out.append(f"sglang:num_running_reqs{{{lab2}}} {rng.randint(0, 9)}.0")
+                usage = -0.5 if rng.random() < 0.02 else rng.random()
+                out.append(f"sglang:token_usage{{{lab2}}} {usage!r}")
+                acc = rng.choice([0.0, 0.0, rng.uniform(1, 4)])
+                out.append(f"sglang:spec_accept_length{{{lab2}}} {acc!r}")
+                out.append(f"sglang:generation_tokens_total{{{lab2}}} {c[0]!r}")
+                out.append(f"sglang:num_requests_total{{{lab2}}} {c[1]}")
+                out.append(f"sglang:time_to_first_token_seconds_sum{{{lab2}}} {c[2] * 0.01!r}")
+                out.append(f"sglang:time_to_first_token_seconds_count{{{lab2}}} {c[3]}")
+                if extra:
+                    out.append(f"sglang:num_queue_reqs{{{lab2}}} 1.0")
+            else:
+                out.append(f"vllm:num_requests_running{{{lab2}}} {rng.randint(0, 9)}.0")
+                usage = -0.5 if rng.random() < 0.02 else rng.random()
+                out.append(f"vllm:kv_cache_usage_perc{{{lab2}}} {usage!r}")
+                out.append(f"vllm:generation_tokens_total{{{lab2}}} {c[0]!r}")
+                out.append(f"vllm:prompt_tokens_total{{{lab2}}} {c[1]}")
+                out.append(f"vllm:spec_decode_num_drafts_total{{{lab2}}} {c[2]}")
+                out.append(f"vllm:spec_decode_num_draft_tokens_total{{{lab2}}} {c[2] * 3}")
+                out.append(f"vllm:spec_decode_num_accepted_tokens_total{{{lab2}}} {c[4]}")
+                for pos in range(3):
+                    out.append(
+                        f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{lab2},position="{pos}"}} {c[4] // (pos + 1)}'
+                    )
+                out.append(f"vllm:prefix_cache_queries_total{{{lab2}}} {c[5] * 2}")
+                out.append(f"vllm:prefix_cache_hits_total{{{lab2}}} {c[5]}")
+                for base in ("inter_token_latency", "time_per_output_token"):
+                    for le in ("0.1", "+Inf"):
+                        out.append(f'vllm:{base}_seconds_bucket{{{lab2},le="{le}"}} {c[6]}')
+                    out.append(f"vllm:{base}_seconds_sum{{{lab2}}} {c[6] * 0.02!r}")
+                    count = c[6] if base == "time_per_output_token" or k % 3 else 0.0
+                    out.append(f"vllm:{base}_seconds_count{{{lab2}}} {count}")
+                for reason, share in (("stop", 0.1), ("length", 0.3)):
+                    # a sum over labels: summed in the reader's order (floats that round)
+                    out.append(
+                        f'vllm:request_success_total{{{lab2},finished_reason="{reason}"}} '
+                        f"{c[7] * share!r}"
+                    )
+                if extra:
+                    out.append(f"vllm:num_requests_waiting{{{lab2}}} 2.0")
+        if rng.random() < 0.02:  # a series line without its number, as a scrape's other lines
+            out[-1] = out[-1].rsplit(" ", 1)[0]
+        if rng.random() < 0.3:
+            out.append("")
+        if eof:
+            out.append("# EOF")
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_runs_of_scrapes_laid_out_alike_read_the_same(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rng = random.Random(seed)
+    path = tmp_path / "metrics.prom"
+    path.write_text(_steady(rng, rng.randint(8, 80)))
+    in_runs = assert_same(path, monkeypatch, 1 << 20)
+    assert in_runs > 0
+    assert_same(path, monkeypatch, rng.randint(2048, 16384))

@@ -17,7 +17,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._lines import Chunk, Line, SourceText
-from ..model import Record, Sample, SampleBatch, Setting, SummaryItem
+from ..model import (
+    Record,
+    Sample,
+    SampleBatch,
+    Setting,
+    SummaryItem,
+    batch_columns,
+    batch_schema,
+)
 from ._fields import epoch_seconds, is_count, read_number, shown, value_problem
 from .base import ParseContext, read_lines
 
@@ -569,6 +577,7 @@ def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
 # length) is closed by `Reader._close` itself. Any other line is fed.
 
 _WINDOW = 64  # lines of a chunk split and fetched as Python lists at a time, while fed
+_RUN_LINES = 1024  # lines a run of scrapes holds at least, to be read in bulk
 # A line's last word when it is a plain number (`_PLAIN_RX`'s), with the space before it
 _LAST_NUMBER_RX = r"( [-+]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)$"
 
@@ -601,35 +610,42 @@ class _Template:
 
 
 class _Bulk:
-    """The bulk path over one file's chunks: the template learned so far, and the scrape
-    the reader holds open (so that a scrape start is seen as a line is fed)."""
+    """The bulk path over one file's chunks: the template learned so far, the scrape the
+    reader holds open (so that a scrape start is seen as a line is fed), and how many
+    scrape starts to pass by before the next look for a run (a look that finds none, or
+    one too short to be worth its cost, doubles it)."""
 
     def __init__(self, reader: Reader) -> None:
         self.reader = reader
         self.template: _Template | None = None
         self.open: _Scrape | None = None
+        self.wait = 0
+        self.backoff = 1
 
     def chunk(self, src: SourceText, chunk: Chunk) -> Iterator[Record]:
         """A chunk's records: runs of scrapes laid out as the template read in bulk, every
-        other line fed (`# HELP` lines passed over, plain series lines split by polars)."""
+        other line fed (`# HELP` lines passed over, plain series lines split by polars);
+        the chunk's samples as one batch, at its end, after its other records."""
         import polars as pl
 
         from .._lines import polars_lines
 
         reader = self.reader
-        got = polars_lines(chunk)
-        if got is None:  # what polars might not split as `_lines` does: line by line
+        split = polars_lines(chunk)
+        if split is None:  # what polars might not split as `_lines` does: line by line
             for ln in src.chunk_lines(chunk):
                 yield from reader.feed(ln)
             self.open = reader._scrape
             return
-        t = got[0]
+        t = split[0]
         found = t.to_frame("t").with_columns(n=pl.col("t").str.extract(_LAST_NUMBER_RX))
         found = found.with_columns(s=pl.col("t").str.strip_suffix(pl.col("n").fill_null("")))
         lines = _Lines(t, found["s"], found["n"], chunk.first)
-        del found, got
+        del found, split
         n, first = len(t), chunk.first
         count, labels_of, series = reader.ctx.count, reader._labels, reader._series
+        pieces: list[pl.DataFrame] = []  # the chunk's samples so far, in order
+        fed: list[Sample] = []  # and those fed since the last piece
         i, lo, hi, last_start = 0, 0, 0, None
         width = _WINDOW
         names: list[str | None] = []
@@ -643,19 +659,24 @@ class _Bulk:
                 width = min(width * 2, 1 << 13)
             k = i - lo
             name = names[k]
+            got: Iterable[Record] = ()
             if name is None:
                 if not texts[k].startswith(_HELP):
-                    yield from reader.feed(Line(first + i, texts[k]))
+                    got = reader.feed(Line(first + i, texts[k]))
             elif not name.startswith(_PREFIXES) and name not in _START_TIMES:
                 count("other-series")
             else:
                 labels = labels_of(bodies[k])
                 if labels is None:  # labels `_labels` does not read: `feed` says so
-                    yield from reader.feed(Line(first + i, texts[k]))
+                    got = reader.feed(Line(first + i, texts[k]))
                 else:
-                    done = series(first + i, name, labels, float(numbers[k] or ""), None)
-                    if done:
-                        yield from done
+                    got = series(first + i, name, labels, float(numbers[k] or ""), None)
+            if got:  # (an empty list, mostly)
+                for rec in got:
+                    if isinstance(rec, Sample):
+                        fed.append(rec)
+                    else:
+                        yield rec
             opened = reader._scrape
             if opened is None or opened is self.open or opened.line != first + i:
                 self.open = opened
@@ -663,24 +684,65 @@ class _Bulk:
                 continue
             # a scrape starts at this line: the blocks from here laid out as the template?
             self.open = opened
-            m, stamps = (0, []) if self.template is None else lines.match(reader, self.template, i)
-            if m == 0 and last_start is not None:
-                learned = lines.learn(reader, last_start, i)
-                if learned is not None:
-                    self.template = learned
-                    m, stamps = lines.match(reader, learned, i)
+            look = self._look(lines, i, last_start)
             last_start = i
-            if m == 0:
+            if look is None:
                 i += 1
                 continue
+            m, stamps = look
             template = self.template
             assert template is not None
-            yield from _Run(reader, template, lines, i, m, stamps).records()
+            if fed:
+                pieces.append(_fed_frame(fed))
+                fed = []
+            yield from _Run(reader, template, lines, i, m, stamps).records(pieces)
             self.open = reader._scrape
             last_start = i + (m - 1) * template.n
             i += m * template.n
             hi = i  # split the lines again from here
             width = _WINDOW
+        if fed:
+            pieces.append(_fed_frame(fed))
+        pieces = [f for f in pieces if f.height]
+        if pieces:
+            batch = SampleBatch(pl.concat(pieces) if len(pieces) > 1 else pieces[0])
+            sink = reader.ctx.sink
+            if sink is not None:
+                sink(batch)
+            else:
+                yield from batch.samples()
+
+    def _look(
+        self, lines: _Lines, start: int, last_start: int | None
+    ) -> tuple[int, list[str | None]] | None:
+        """At a scrape start: the run of blocks laid out as the template from here (learned
+        from the last scrape when the one held does not fit), if it is worth reading in
+        bulk (`_RUN_LINES` lines or more); None while waiting, or when there is none."""
+        if self.wait:
+            self.wait -= 1
+            return None
+        reader = self.reader
+        m, stamps = (0, []) if self.template is None else lines.match(reader, self.template, start)
+        if m == 0 and last_start is not None:
+            learned = lines.learn(reader, last_start, start)
+            if learned is not None:
+                self.template = learned
+                m, stamps = lines.match(reader, learned, start)
+        size = 0 if self.template is None else self.template.n
+        if size and m * size >= _RUN_LINES:
+            self.backoff = 1
+            return m, stamps
+        if size and m < (len(lines.numbered) - start) // size:
+            # a block laid out otherwise (not the chunk's end): wait longer each time
+            self.wait = self.backoff
+            self.backoff = min(2 * self.backoff, 256)
+        return None
+
+
+def _fed_frame(samples: list[Sample]) -> pl.DataFrame:
+    import polars as pl
+
+    return pl.DataFrame(batch_columns(samples), schema=batch_schema())
 
 
 class _Lines:
@@ -874,8 +936,12 @@ class _Run:
             {keys[k]: (float(values[k]), head + int(offsets[k])) for k in which},
         )
 
-    def records(self) -> Iterator[Record]:
+    def records(self, pieces: list[pl.DataFrame]) -> Iterator[Record]:
+        """Closes the scrapes the run closes; their samples go to `pieces` as one frame
+        (those of the scrapes the reader closes among them in their places), any other
+        record is given."""
         import numpy as np
+        import polars as pl
 
         reader, t, m = self.reader, self.t, self.m
         ctx = reader.ctx
@@ -891,7 +957,9 @@ class _Run:
                 items, slow, bonus = self._items(closed)
             except _Unlike:
                 items, slow, bonus = [], np.ones(closed, dtype=bool), np.zeros(closed, dtype=bool)
-            pos, bulk_last = 0, False
+            bulk = np.zeros(closed, dtype=bool)
+            closed_here: list[tuple[int, list[Sample]]] = []  # by the reader: block, samples
+            pos = 0
             while pos < closed:
                 end = closed
                 ahead = np.flatnonzero(slow[pos:])
@@ -901,19 +969,40 @@ class _Run:
                     ahead = np.flatnonzero(bonus[pos:end])
                     if ahead.size:
                         end = pos + int(ahead[0])
-                if end > pos:
-                    yield from self._emit(items, pos, end)
-                    bulk_last = True
+                bulk[pos:end] = True
                 if end < closed:  # the reader closes this one itself
-                    if bulk_last:
+                    if end > pos:
                         reader._prev = self.scrape(end - 1, kept=True)
                     reader._scrape = self.scrape(end, kept=False)
-                    yield from reader._close()
-                    bulk_last = False
+                    samples = []
+                    for rec in reader._close():
+                        if isinstance(rec, Sample):
+                            samples.append(rec)
+                        else:
+                            yield rec
+                    closed_here.append((end, samples))
                     end += 1
                 pos = end
-            if bulk_last:
+            if bulk[-1]:
                 reader._prev = self.scrape(closed - 1, kept=True)
+            n_bulk = int(bulk.sum())
+            ctx.count("scrape", n_bulk)
+            if self.dropped and n_bulk:
+                ctx.count("duplicate-rank", self.dropped * n_bulk)
+            frame = self._frame(items, bulk)
+            if closed_here:
+                rows = [s for _, samples in closed_here for s in samples]
+                blocks = [j for j, samples in closed_here for _ in samples]
+                if rows:
+                    # in block order: one stable sort of the two (each in order already)
+                    both = pl.concat(
+                        [
+                            frame,
+                            _fed_frame(rows).with_columns(block_=pl.Series(blocks, dtype=pl.Int64)),
+                        ]
+                    )
+                    frame = both.sort("block_", maintain_order=True)
+            pieces.append(frame.drop("block_"))
         reader._scrape = None if t.eof else self.scrape(m - 1, kept=False)
 
     def _items(
@@ -1036,48 +1125,43 @@ class _Run:
             add(metric, total[0] / count[0] * 1000, total[1], given)
         return bonus
 
-    def _emit(self, items: list[_Item], a: int, b: int) -> Iterator[Record]:
-        """The samples of closed blocks `a` to `b` (not included), as one batch."""
+    def _frame(self, items: list[_Item], bulk: npt.NDArray[np.bool_]) -> pl.DataFrame:
+        """The samples of the closed blocks `bulk` marks, as `BATCH_COLUMNS` and `block_`
+        (the block's index in the run)."""
         import numpy as np
         import polars as pl
 
-        reader = self.reader
-        reader.ctx.count("scrape", b - a)
-        if self.dropped:
-            reader.ctx.count("duplicate-rank", self.dropped * (b - a))
-        if not items:
-            return
-        nb, ni = b - a, len(items)
-        values = np.column_stack([it.values[a:b] for it in items])
+        schema = {**batch_schema(), "block_": pl.Int64}
+        which = np.flatnonzero(bulk)
+        nb, ni = len(which), len(items)
+        if not items or not nb:
+            return pl.DataFrame(schema=schema)
+        values = np.column_stack([it.values[which] for it in items])
         given = np.ones((nb, ni), dtype=bool)
         for c, it in enumerate(items):
             if it.given is not None:
-                given[:, c] = it.given[a:b]
+                given[:, c] = it.given[which]
         keep = given.ravel()
+        n = int(keep.sum())
         offsets = np.array([it.offset for it in items], dtype=np.int64)
         metrics = sorted({it.metric for it in items})
         ranks = sorted({it.rank for it in items}, key=lambda r: (r is not None, r or ""))
         metric_codes = np.array([metrics.index(it.metric) for it in items], dtype=np.uint32)
         rank_codes = np.array([ranks.index(it.rank) for it in items], dtype=np.uint32)
-        blocks = np.repeat(np.arange(a, b, dtype=np.uint32), ni)[keep]
-        frame = pl.DataFrame(
+        blocks = np.repeat(which, ni)[keep]
+        nulls = pl.Series([None], dtype=pl.Int64).gather(np.zeros(n, np.uint32))
+        return pl.DataFrame(
             {
-                "line": (self.heads[a:b, None] + offsets[None, :]).ravel()[keep],
-                "block": pl.Series([None], dtype=pl.Int64).gather(np.zeros(keep.sum(), np.uint32)),
-                "run": pl.Series([None], dtype=pl.Int64).gather(np.zeros(keep.sum(), np.uint32)),
+                "line": (self.heads[which, None] + offsets[None, :]).ravel()[keep],
+                "block": nulls,
+                "run": nulls,
                 "rank": pl.Series(ranks, dtype=pl.String).gather(np.tile(rank_codes, nb)[keep]),
                 "ts": pl.Series(self.stamps, dtype=pl.String).gather(blocks),
                 "metric": pl.Series(metrics, dtype=pl.String).gather(
                     np.tile(metric_codes, nb)[keep]
                 ),
                 "value": values.ravel()[keep],
-            }
+                "block_": blocks,
+            },
+            schema=schema,
         )
-        if frame.height == 0:
-            return
-        batch = SampleBatch(frame)
-        sink = reader.ctx.sink
-        if sink is not None:
-            sink(batch)
-        else:
-            yield from batch.samples()

@@ -586,17 +586,19 @@ _LAST_NUMBER_RX = r"( [-+]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)
 class _Template:
     """The lines of one scrape as the reader read them, from its start to the next's.
 
-    Per line: the text, the text without a last number (`_LAST_NUMBER_RX`), and whether it
-    is a plain series line (`_PLAIN_RX`). A line of a block is laid out as the template's
-    when it is a plain series line of the same series (the same text up to the number,
-    and a number), or else the same text; the first, a `# scrape` line, with any time.
-    What such a block holds: its series lines' offsets and keys, its lines of other
-    exporters' series, the `# TYPE` lines (each must agree with what the reader holds:
-    then reading them again changes nothing), whether a `# EOF` ends it."""
+    Per line: the text, the text without a last number (`_LAST_NUMBER_RX`), whether it is
+    a plain series line (`_PLAIN_RX`) and whether it ends in a number. A line of a block
+    is laid out as the template's when it is a plain series line of the same series (the
+    same text up to the number, and a number), or else the same text; the first, a
+    `# scrape` line, with any time. What such a block holds: its series lines' offsets
+    and keys, its lines of other exporters' series, the `# TYPE` lines (each must agree
+    with what the reader holds: then reading them again changes nothing), whether a
+    `# EOF` ends it."""
 
     texts: pl.Series
     shapes: pl.Series
     plain: npt.NDArray[np.bool_]
+    numbered: npt.NDArray[np.bool_]
     marker: bool
     eof: bool
     offsets: npt.NDArray[np.int64]
@@ -819,6 +821,7 @@ class _Lines:
             pl.Series(texts, dtype=pl.String),
             pl.Series(self.shapes.slice(start, end - start).to_list(), dtype=pl.String),
             np.array([name is not None for name in names], dtype=bool),
+            self.numbered[start:end].copy(),
             marker,
             eof,
             np.array(offsets, dtype=np.int64),
@@ -865,16 +868,25 @@ class _Lines:
         return done, stamps
 
     def _alike(self, template: _Template, at: int, rows: int) -> npt.NDArray[np.bool_]:
-        """Of lines `at` to `at + rows`, which are laid out as the template's lines."""
+        """Of lines `at` to `at + rows`, which are laid out as the template's lines: the
+        same text up to a last number, a last number where the template's line has one,
+        and the same whole text where that line is no plain series line but ends in a
+        number (a line that ends in none is its text up to a last number)."""
         import numpy as np
 
-        idx = np.tile(np.arange(template.n), rows // template.n)
-        plain = template.plain[idx]
-        same_shape = self.shapes.slice(at, rows).eq_missing(template.shapes.gather(idx))
-        same_text = self.texts.slice(at, rows).eq_missing(template.texts.gather(idx))
-        alike: npt.NDArray[np.bool_] = np.where(
-            plain, same_shape.to_numpy() & self.numbered[at : at + rows], same_text.to_numpy()
+        size = template.n
+        idx = np.tile(np.arange(size), rows // size)
+        same = self.shapes.slice(at, rows).eq_missing(template.shapes.gather(idx)).to_numpy()
+        alike: npt.NDArray[np.bool_] = same & (
+            self.numbered[at : at + rows] == template.numbered[idx]
         )
+        whole = np.flatnonzero(template.numbered & ~template.plain)
+        if whole.size:
+            pos = (np.arange(0, rows, size)[:, None] + whole[None, :]).ravel()
+            texts = self.texts.gather(at + pos)
+            alike[pos] &= texts.eq_missing(
+                template.texts.gather(np.tile(whole, rows // size))
+            ).to_numpy()
         return alike
 
 

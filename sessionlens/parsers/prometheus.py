@@ -649,6 +649,7 @@ class _Bulk:
         pieces: list[pl.DataFrame] = []  # the chunk's samples so far, in order
         fed: list[Sample] = []  # and those fed since the last piece
         i, lo, hi, last_start = 0, 0, 0, None
+        open_ = self.open
         width = _WINDOW
         names: list[str | None] = []
         bodies: list[str | None] = []
@@ -680,12 +681,14 @@ class _Bulk:
                     else:
                         yield rec
             opened = reader._scrape
-            if opened is None or opened is self.open or opened.line != first + i:
-                self.open = opened
+            if opened is open_:
+                i += 1
+                continue
+            open_ = opened
+            if opened is None or opened.line != first + i:
                 i += 1
                 continue
             # a scrape starts at this line: the blocks from here laid out as the template?
-            self.open = opened
             look = self._look(lines, i, last_start)
             last_start = i
             if look is None:
@@ -698,11 +701,12 @@ class _Bulk:
                 pieces.append(_fed_frame(fed))
                 fed = []
             yield from _Run(reader, template, lines, i, m, stamps).records(pieces)
-            self.open = reader._scrape
+            open_ = reader._scrape
             last_start = i + (m - 1) * template.n
             i += m * template.n
             hi = i  # split the lines again from here
             width = _WINDOW
+        self.open = open_
         if fed:
             pieces.append(_fed_frame(fed))
         pieces = [f for f in pieces if f.height]

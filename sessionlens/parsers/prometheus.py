@@ -44,9 +44,11 @@ FAST_CHUNK = 8 << 20
 Labels = tuple[tuple[str, str], ...]
 Key = tuple[str, Labels]  # a series: metric name and its labels, sorted
 
+# A series line: name, labels, value, a timestamp, and an OpenMetrics exemplar after ` # `
+# (`# {trace_id="…"} 0.05 1772442000.1`, passed over)
 _SAMPLE = re.compile(
     r"^(?P<name>[A-Za-z_:][A-Za-z0-9_:]*)(?:\{(?P<labels>(?:[^}\"]|\"(?:[^\"\\]|\\.)*\")*)\})?"
-    r"[ \t]+(?P<value>\S+)(?:[ \t]+(?P<ts>\S+))?[ \t]*$"
+    r"[ \t]+(?P<value>[^\s#]\S*)(?:[ \t]+(?P<ts>[^\s#]\S*))?(?:[ \t]+#[ \t]*\{.*)?[ \t]*$"
 )
 # A series line every reader reads alike, in polars' (Rust) regex syntax: `_SAMPLE`'s name and
 # labels, one space, a plain number of ASCII digits (`read_number` reads it as `float` does:

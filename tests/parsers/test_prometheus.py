@@ -147,6 +147,21 @@ def test_a_series_line_of_ours_without_its_number_is_said_not_dropped() -> None:
     ]
 
 
+def test_an_openmetrics_exemplar_is_passed_over() -> None:
+    text = "".join(
+        f"# scrape 2026-03-02T09:15:{k * 10:02d}Z\n"
+        "# TYPE vllm:time_to_first_token_seconds histogram\n"
+        f'vllm:time_to_first_token_seconds_bucket{{engine="0",le="0.1"}} {4 * k} '
+        f'# {{trace_id="a{k}"}} 0.05 1772442000.{k}\n'
+        f'vllm:time_to_first_token_seconds_sum{{engine="0"}} {0.2 * k!r}\n'
+        f'vllm:time_to_first_token_seconds_count{{engine="0"}} {4 * k} # {{trace_id="b"}} 1\n'
+        for k in range(1, 4)
+    )
+    r = parse_text(text, path="m.prom")
+    assert values(r, "ttft_ms_mean") == pytest.approx([50.0, 50.0])  # 0.2 s over 4, twice
+    assert [d.code for d in r.diagnostics if d.code != "cumulative-baseline"] == []
+
+
 def test_sniff() -> None:
     assert detect("# HELP vllm:num_requests_running Number\n", "metrics.txt") == "prometheus"
     two = 'sglang:token_usage{tp_rank="0"} 0.1\nsglang:num_running_reqs{tp_rank="0"} 2.0\n'

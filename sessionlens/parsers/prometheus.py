@@ -817,7 +817,7 @@ class _Lines:
                 other += 1
                 continue
             labels = reader._labels(body)
-            if labels is None or eof:
+            if labels is None:  # (a series after `# EOF` would have started a scrape)
                 return None
             offsets.append(k)
             keys.append((name, labels))

@@ -417,3 +417,21 @@ def test_runs_of_scrapes_laid_out_alike_read_the_same(
     if " # {" not in text:  # (a series line with an exemplar is fed: no layout is learned)
         assert in_runs > 0
     assert_same(path, monkeypatch, rng.randint(2048, 16384))
+
+
+def test_an_exporter_that_drops_a_number_in_every_scrape_is_said_every_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the same series without its number in every scrape: blocks laid out alike, but the
+    # reader says each such line (`unparsed-line`), so no run may take them in silence
+    lines = []
+    for k in range(30):
+        lines.append(f"# scrape 2026-03-02T09:15:{k:02d}+00:00")
+        lines.append(f'vllm:num_requests_running{{engine="0"}} {k % 5}.0')
+        lines.append('vllm:num_requests_waiting{engine="0"}')
+        lines.append(f'vllm:generation_tokens_total{{engine="0"}} {100 * (k + 1)}')
+    path = tmp_path / "m.prom"
+    path.write_text("\n".join(lines) + "\n")
+    assert_same(path, monkeypatch, 1 << 20)
+    _, _, _, notes, _ = parse(path, monkeypatch, fast=True, chunk=1 << 20)
+    assert sum("unparsed-line" in n for n in notes) == 30

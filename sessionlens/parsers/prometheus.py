@@ -1136,7 +1136,7 @@ class _Run:
             total, count = get(base + "_sum"), get(base + "_count")
             if total is None or count is None:
                 continue
-            given = count[0] > 0
+            given = ~(count[0] <= 0)  # as the reader's `count <= 0`: a NaN count is given
             if metric in seen:
                 given = given & ~seen[metric]
             seen[metric] = seen[metric] | given if metric in seen else given

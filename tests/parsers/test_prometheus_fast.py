@@ -435,3 +435,21 @@ def test_an_exporter_that_drops_a_number_in_every_scrape_is_said_every_time(
     assert_same(path, monkeypatch, 1 << 20)
     _, _, _, notes, _ = parse(path, monkeypatch, fast=True, chunk=1 << 20)
     assert sum("unparsed-line" in n for n in notes) == 30
+
+
+def test_a_histogram_count_past_the_float_range_gives_what_the_reader_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a count printed as 1e400 reads as inf; inf - inf is NaN, and the reader's
+    # `count <= 0` is false for NaN: it gives a NaN mean (the bulk path must, too)
+    lines = []
+    for k in range(12):
+        lines.append(f"# scrape 2026-03-02T09:15:{k * 5:02d}Z")
+        lines.append(f'vllm:inter_token_latency_seconds_sum{{engine="0"}} {0.5 * k!r}')
+        lines.append('vllm:inter_token_latency_seconds_count{engine="0"} 1e400')
+        lines.append(f'vllm:generation_tokens_total{{engine="0"}} {100 * (k + 1)}')
+    path = tmp_path / "m.prom"
+    path.write_text("\n".join(lines) + "\n")
+    assert assert_same(path, monkeypatch, 1 << 20) > 0
+    samples, _, _, _, _ = parse(path, monkeypatch, fast=True, chunk=1 << 20)
+    assert [s[2] for s in samples if s[1] == "itl_ms_mean"] == ["nan"] * 11

@@ -740,8 +740,11 @@ class _Bulk:
         if size and m * size >= _RUN_LINES:
             self.backoff = 1
             return m, stamps
-        if size and m < (len(lines.numbered) - start) // size:
-            # a block laid out otherwise (not the chunk's end): wait longer each time
+        if (size and m < (len(lines.numbered) - start) // size) or (
+            not size and last_start is not None
+        ):
+            # a block laid out otherwise (not the chunk's end), or no layout to learn:
+            # wait longer each time
             self.wait = self.backoff
             self.backoff = min(2 * self.backoff, 256)
         return None
@@ -977,12 +980,11 @@ class _Run:
                 items, slow, bonus = [], np.ones(closed, dtype=bool), np.zeros(closed, dtype=bool)
             bulk = np.zeros(closed, dtype=bool)
             closed_here: list[tuple[int, list[Sample]]] = []  # by the reader: block, samples
+            slow_at = np.flatnonzero(slow)  # (walked once: no rescan a slow block)
             pos = 0
             while pos < closed:
-                end = closed
-                ahead = np.flatnonzero(slow[pos:])
-                if ahead.size:
-                    end = pos + int(ahead[0])
+                k = int(np.searchsorted(slow_at, pos))
+                end = int(slow_at[k]) if k < len(slow_at) else closed
                 if not reader._bonus_said:
                     ahead = np.flatnonzero(bonus[pos:end])
                     if ahead.size:

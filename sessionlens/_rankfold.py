@@ -41,7 +41,14 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import _memory, metrics
 from .group import _dp_groups, kahan_sums, rank_groups
-from .model import BATCH_COLUMNS, Sample, SampleBatch, SampleColumns, batch_schema
+from .model import (
+    BATCH_COLUMNS,
+    Sample,
+    SampleBatch,
+    SampleColumns,
+    batch_frame,
+    batch_schema,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -232,12 +239,8 @@ class RankFold:
             self._out.mark_folded()
 
     def _flush_singles(self, final: bool) -> None:
-        import polars as pl
-
-        from .model import batch_columns
-
         rows, self._singles = self._singles, []
-        self._batch(pl.DataFrame(batch_columns(rows), schema=batch_schema()), final)
+        self._batch(batch_frame(rows), final)
 
     def _batch(self, frame: pl.DataFrame, final: bool) -> None:
         """Rows in order: passed on as they are while every keyed row is of one rank (no

@@ -9,7 +9,7 @@ or format. A day-long server log yields millions of samples: no pydantic per sam
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
@@ -222,6 +222,13 @@ def batch_columns(samples: Sequence[Sample]) -> dict[str, list[Any]]:
     }
 
 
+def batch_frame(samples: Sequence[Sample]) -> pl.DataFrame:
+    """`Sample`s as a frame of `BATCH_COLUMNS` (a `SampleBatch`'s)."""
+    import polars as pl
+
+    return pl.DataFrame(batch_columns(samples), schema=batch_schema())
+
+
 class SampleBatch:
     """Samples of many lines at once (a parser's fast path), as a polars frame with the
     columns `line`, `block`, `run`, `rank`, `ts`, `metric` and `value` (the strings as
@@ -240,6 +247,13 @@ class SampleBatch:
         cols = self.frame.select(BATCH_COLUMNS)
         for line, block, run, rank, ts, metric, value in cols.iter_rows():
             yield Sample(metric, value, line, block, run, rank, ts)
+
+    def hand_over(self, sink: Callable[[SampleBatch], None] | None) -> Iterator[Sample]:
+        """The batch to a fast path's `sink`; where there is none, its rows as `Sample`s."""
+        if sink is not None:
+            sink(self)
+        else:
+            yield from self.samples()
 
 
 # Rows added one by one are kept as Python lists up to this many, then packed into a

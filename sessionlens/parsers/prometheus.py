@@ -23,7 +23,7 @@ from ..model import (
     SampleBatch,
     Setting,
     SummaryItem,
-    batch_columns,
+    batch_frame,
     batch_schema,
 )
 from ._fields import epoch_seconds, is_count, read_number, shown, value_problem
@@ -54,9 +54,10 @@ _SAMPLE = re.compile(
 # labels, one space, a plain number of ASCII digits (`read_number` reads it as `float` does:
 # no special word, no cut, no `\\d` beyond ASCII), no timestamp, nothing around it. The bulk
 # path splits such lines in polars (`_Lines.split`); any other line goes through `feed`.
+_NUMBER_RX = r"[-+]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"  # a plain number
 _PLAIN_RX = (
     r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{((?:[^}"]|"(?:[^"\\]|\\.)*")*)\})? '
-    r"([-+]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)$"
+    rf"({_NUMBER_RX})$"
 )
 _HELP = "# HELP "  # a comment line `feed` reads nothing from (no scrape, TYPE or EOF)
 _CACHED = 1 << 16  # label texts, keys and names remembered per reader, at most
@@ -572,7 +573,8 @@ def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
 # order under the same `# HELP` and `# TYPE` lines; only the numbers (and a `# scrape` line's
 # time) change. The bulk path learns that layout from two scrape starts the reader found
 # (`_Template`: the lines from one start to the next), then compares the lines that follow
-# with it, block by block, in polars (each line's series name and labels, or its whole text).
+# with it, block by block, in polars (each line's text up to a last number, and whether a
+# number ends it).
 # A run of blocks laid out alike is one scrape each: their numbers are read in one cast, and
 # what `Reader._close` would give for each is worked out with numpy over all of them
 # (`_Run`). A scrape that warns, restarts or says something once (the first acceptance
@@ -581,7 +583,7 @@ def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
 _WINDOW = 64  # lines of a chunk split and fetched as Python lists at a time, while fed
 _RUN_LINES = 1024  # lines a run of scrapes holds at least, to be read in bulk
 # A line's last word when it is a plain number (`_PLAIN_RX`'s), with the space before it
-_LAST_NUMBER_RX = r"( [-+]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?)$"
+_LAST_NUMBER_RX = rf"( {_NUMBER_RX})$"
 
 
 @dataclass(slots=True)
@@ -700,7 +702,7 @@ class _Bulk:
             template = self.template
             assert template is not None
             if fed:
-                pieces.append(_fed_frame(fed))
+                pieces.append(batch_frame(fed))
                 fed = []
             yield from _Run(reader, template, lines, i, m, stamps).records(pieces)
             open_ = reader._scrape
@@ -710,15 +712,11 @@ class _Bulk:
             width = _WINDOW
         self.open = open_
         if fed:
-            pieces.append(_fed_frame(fed))
+            pieces.append(batch_frame(fed))
         pieces = [f for f in pieces if f.height]
         if pieces:
             batch = SampleBatch(pl.concat(pieces) if len(pieces) > 1 else pieces[0])
-            sink = reader.ctx.sink
-            if sink is not None:
-                sink(batch)
-            else:
-                yield from batch.samples()
+            yield from batch.hand_over(reader.ctx.sink)
 
     def _look(
         self, lines: _Lines, start: int, last_start: int | None
@@ -748,12 +746,6 @@ class _Bulk:
             self.wait = self.backoff
             self.backoff = min(2 * self.backoff, 256)
         return None
-
-
-def _fed_frame(samples: list[Sample]) -> pl.DataFrame:
-    import polars as pl
-
-    return pl.DataFrame(batch_columns(samples), schema=batch_schema())
 
 
 class _Lines:
@@ -1018,7 +1010,9 @@ class _Run:
                     both = pl.concat(
                         [
                             frame,
-                            _fed_frame(rows).with_columns(block_=pl.Series(blocks, dtype=pl.Int64)),
+                            batch_frame(rows).with_columns(
+                                block_=pl.Series(blocks, dtype=pl.Int64)
+                            ),
                         ]
                     )
                     frame = both.sort("block_", maintain_order=True)
@@ -1169,7 +1163,7 @@ class _Run:
         metric_codes = np.array([metrics.index(it.metric) for it in items], dtype=np.uint32)
         rank_codes = np.array([ranks.index(it.rank) for it in items], dtype=np.uint32)
         blocks = np.repeat(which, ni)[keep]
-        nulls = pl.Series([None], dtype=pl.Int64).gather(np.zeros(n, np.uint32))
+        nulls = pl.Series([None], dtype=pl.Int64).new_from_index(0, n)
         return pl.DataFrame(
             {
                 "line": (self.heads[which, None] + offsets[None, :]).ravel()[keep],

@@ -77,6 +77,13 @@ def parse(path: Path, monkeypatch: pytest.MonkeyPatch, fast: bool, chunk: int) -
     return samples, others, dict(ctx.counts), notes, src.n_lines
 
 
+def _written(tmp_path: Path, lines: list[str]) -> Path:
+    """`m.prom` holding these lines."""
+    path = tmp_path / "m.prom"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
 def assert_same(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> int:
     """Both paths agree on the file; how many lines the bulk path read in runs."""
     slow = parse(path, monkeypatch, fast=False, chunk=chunk)
@@ -214,8 +221,7 @@ def test_a_type_line_that_changes_a_kind_is_heeded_at_once(
             lines.append("# TYPE vllm:num_requests_running counter")
         lines.append(f'vllm:num_requests_running{{engine="0"}} {running}')
         lines.append(f'vllm:generation_tokens_total{{engine="0"}} {100 * (k + 1)}')
-    path = tmp_path / "m.prom"
-    path.write_text("\n".join(lines) + "\n")
+    path = _written(tmp_path, lines)
     assert_same(path, monkeypatch, 1 << 20)
     _, _, _, notes, _ = parse(path, monkeypatch, fast=True, chunk=1 << 20)
     assert [n for n in notes if "counter-reset" in n] == [
@@ -260,8 +266,7 @@ def test_a_restart_is_what_went_down_or_a_start_time_that_changed(
         lines.append(f"{series} {value}")
         if "generation" not in series:
             lines.append(f'vllm:generation_tokens_total{{engine="0"}} {100 * (k + 1)}')
-    path = tmp_path / "m.prom"
-    path.write_text("\n".join(lines) + "\n")
+    path = _written(tmp_path, lines)
     assert_same(path, monkeypatch, 1 << 20)
     _, _, _, notes, _ = parse(path, monkeypatch, fast=True, chunk=1 << 20)
     name = series.split("{")[0]
@@ -289,8 +294,7 @@ def test_a_run_of_scrapes_heeds_a_type_line_that_changed_a_kind_before_it(
         lines.append(f'vllm:generation_tokens_total{{engine="0"}} {100 * (k + 1)}')
         if stray and k == 9:
             lines.append("# TYPE vllm:num_requests_running counter")
-    path = tmp_path / "m.prom"
-    path.write_text("\n".join(lines) + "\n")
+    path = _written(tmp_path, lines)
     assert assert_same(path, monkeypatch, 1 << 20) > 0
     _, _, counts, notes, _ = parse(path, monkeypatch, fast=True, chunk=1 << 20)
     assert counts["scrape"] == 24
@@ -430,8 +434,7 @@ def test_an_exporter_that_drops_a_number_in_every_scrape_is_said_every_time(
         lines.append(f'vllm:num_requests_running{{engine="0"}} {k % 5}.0')
         lines.append('vllm:num_requests_waiting{engine="0"}')
         lines.append(f'vllm:generation_tokens_total{{engine="0"}} {100 * (k + 1)}')
-    path = tmp_path / "m.prom"
-    path.write_text("\n".join(lines) + "\n")
+    path = _written(tmp_path, lines)
     assert_same(path, monkeypatch, 1 << 20)
     _, _, _, notes, _ = parse(path, monkeypatch, fast=True, chunk=1 << 20)
     assert sum("unparsed-line" in n for n in notes) == 30
@@ -448,8 +451,7 @@ def test_a_histogram_count_past_the_float_range_gives_what_the_reader_gives(
         lines.append(f'vllm:inter_token_latency_seconds_sum{{engine="0"}} {0.5 * k!r}')
         lines.append('vllm:inter_token_latency_seconds_count{engine="0"} 1e400')
         lines.append(f'vllm:generation_tokens_total{{engine="0"}} {100 * (k + 1)}')
-    path = tmp_path / "m.prom"
-    path.write_text("\n".join(lines) + "\n")
+    path = _written(tmp_path, lines)
     assert assert_same(path, monkeypatch, 1 << 20) > 0
     samples, _, _, _, _ = parse(path, monkeypatch, fast=True, chunk=1 << 20)
     assert [s[2] for s in samples if s[1] == "itl_ms_mean"] == ["nan"] * 11

@@ -1183,12 +1183,8 @@ class ChunkRun:
             pl.col(c) if c in frame.columns else pl.lit(None, schema[c]).alias(c)
             for c in BATCH_COLUMNS
         )
-        batch = SampleBatch(frame)
         self.f.handed += frame.height
-        if self.f.sink is not None:
-            self.f.sink(batch)
-        else:
-            yield from batch.samples()
+        yield from SampleBatch(frame).hand_over(self.f.sink)
 
 
 def _phase_rank_spans(text: str) -> tuple[tuple[str, int, int], ...]:

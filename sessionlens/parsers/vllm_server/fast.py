@@ -1312,11 +1312,7 @@ class ChunkRun:
                 "value": value,
             }
         )
-        batch = SampleBatch(frame.select(BATCH_COLUMNS))
-        if f.ctx.sink is not None:
-            f.ctx.sink(batch)
-        else:
-            yield from batch.samples()
+        yield from SampleBatch(frame.select(BATCH_COLUMNS)).hand_over(f.ctx.sink)
 
     def _push_state(self, row: int, reader: Reader) -> None:
         """The reader's engine and idle state after fed row `row` (-1: before the chunk)."""

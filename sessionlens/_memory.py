@@ -194,3 +194,40 @@ def trim() -> None:
     fn = _libc[0]
     if fn is not None:
         fn(0)  # type: ignore[operator]
+
+
+def resident() -> int | None:
+    """The bytes of this process resident in memory (Linux), else None."""
+    try:
+        with open("/proc/self/statm", "rb") as fh:
+            pages = int(fh.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+# Resident growth since the last trim that `Trimmer.step` lets stand (see there).
+TRIM_SLACK = 64 << 20
+
+
+class Trimmer:
+    """`trim` for a loop that frees working arrays step after step, only once the resident
+    set has grown by `slack` bytes since the last trim (or since the first step). A trim
+    hands back every free page, and the next step faults them in again: trimming after
+    each 256k-row slice of the rank fold cost a 1 GB phase-line log's report 4 million
+    page faults and a quarter of its time, for about 80 MB less at its peak. Where the
+    resident set cannot be read, every step trims."""
+
+    def __init__(self, slack: int = TRIM_SLACK) -> None:
+        self.slack = slack
+        self.base: int | None = None  # the resident set at the last trim (before it)
+
+    def step(self) -> None:
+        now = resident()
+        if now is None:
+            trim()
+            return
+        if self.base is None or now > self.base + self.slack:
+            if self.base is not None:
+                trim()
+            self.base = now

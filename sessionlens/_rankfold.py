@@ -208,6 +208,7 @@ class RankFold:
         self._sums: list[bool] = []  # per metric number: summed (else averaged)
         self._made: list[_Made] = []  # per metric number
         self._layout: bytes | None = None  # the timestamps' layout (digits as `d`)
+        self._trimmer = _memory.Trimmer()  # the slices' working arrays, handed back
 
     # ------------------------------------------------------------------ intake
 
@@ -278,7 +279,7 @@ class RankFold:
         self._held = None
         try:
             self._fold(frame, final)
-            _memory.trim()
+            self._trimmer.step()
         except _Trouble:
             if self._combined:
                 raise Uncombinable(self._source) from None

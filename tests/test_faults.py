@@ -1139,3 +1139,33 @@ def test_the_allocator_setting_is_taken_without_a_word() -> None:
         assert "jemalloc" not in err
         assert said.startswith("False")
         assert _memory.PER_CPU_ARENAS not in said
+
+
+def test_the_heap_is_trimmed_once_the_resident_set_has_grown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`Trimmer.step` trims only once the resident set is `slack` above where it was at the
+    last trim (each trim makes the next step fault its pages in again); where the resident
+    set cannot be read, at every step."""
+    from sessionlens import _memory
+
+    trims: list[int] = []
+    rss = [100]
+    monkeypatch.setattr(_memory, "trim", lambda: trims.append(rss[0]))
+    monkeypatch.setattr(_memory, "resident", lambda: rss[0])
+    t = _memory.Trimmer(slack=50)
+    for level in (100, 140, 150, 151, 120, 190, 201, 202, 260):
+        rss[0] = level
+        t.step()
+    assert trims == [151, 202, 260]
+    # the real resident set: a number of bytes, above zero
+    monkeypatch.undo()
+    now = _memory.resident()
+    assert now is None or now > 0
+    monkeypatch.setattr(_memory, "trim", lambda: trims.append(-1))
+    monkeypatch.setattr(_memory, "resident", lambda: None)
+    trims.clear()
+    t = _memory.Trimmer(slack=50)
+    for _ in range(3):
+        t.step()
+    assert trims == [-1, -1, -1]

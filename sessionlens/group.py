@@ -564,11 +564,13 @@ def _drained(columns: SampleColumns, combine: bool) -> dict[tuple[str, str], Poi
 
     out: dict[tuple[str, str], PointList] = {}
     cache = _GroupCache()
+    # the keys' working arrays, freed, not kept beside the next's (once they add up)
+    trimmer = _memory.Trimmer()
     for key in list(held):
         pieces = held.pop(key)
         if ids is not None:
             got = _combined_pieces(pieces, words, ids, key[1], cache)
-            _memory.trim()  # the key's working arrays, freed, not kept beside the next's
+            trimmer.step()
             if got is not None:
                 out[key] = got
                 continue

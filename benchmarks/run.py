@@ -324,8 +324,14 @@ def machine() -> None:
     commit = subprocess.run(
         ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
     ).stdout.strip()
+    changed = subprocess.run(
+        ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    tree = "plus uncommitted changes" if changed else "(a clean tree)"
     now = dt.datetime.now(dt.UTC)
-    print(f"- date: {now:%Y-%m-%d %H:%M} UTC; commit {commit or '?'} plus the working tree")
+    print(f"- date: {now:%Y-%m-%d %H:%M} UTC; commit {commit or '?'} {tree}")
     print(f"- machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}")
     print(f"- Python {platform.python_version()}, polars {polars_version}")
     print(f"- load average before the run: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")

@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 import traceback
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
@@ -125,6 +125,37 @@ _CONTROL.update({0x0A: "\\n", 0x0D: "\\r"})
 
 def _err(line: str) -> None:
     sys.stderr.write(line.rstrip("\n").translate(_CONTROL) + "\n")
+
+
+# The lines printed of one file's same warning or error (an error storm repeats one line
+# every batch); the others are counted in one line after the rest.
+SAID_TIMES = 3
+
+
+def said_once(diags: Iterable[Diagnostic]) -> Iterator[str]:
+    """The diagnostics' lines, in order, each file's same diagnostic (level, code and
+    message) printed `SAID_TIMES` times at most; then, for each one said more often, one
+    line at its last place that counts the lines not printed (the JSON outputs and the
+    report keep every one)."""
+    seen: dict[tuple[str, str, str, str], list[Any]] = {}  # [times, last diagnostic]
+    for d in diags:
+        key = (d.file, d.level, d.code, d.message)
+        held = seen.setdefault(key, [0, d])
+        held[0] += 1
+        held[1] = d
+        if held[0] <= SAID_TIMES:
+            yield str(d)
+    for times, last in seen.values():
+        if times > SAID_TIMES:
+            more = times - SAID_TIMES
+            yield str(
+                last.model_copy(
+                    update={
+                        "message": f"{last.message} ({more} more time"
+                        f"{'s' if more != 1 else ''} up to this line, not printed)"
+                    }
+                )
+            )
 
 
 def resolve_format(
@@ -273,9 +304,10 @@ def parse_cmd(
     _memory.done()
     columns.set_launches(_launch.of_sources(sources, columns))
     result = ParseResult(sources, diags, columns)
-    for d in result.diagnostics:
-        if d.level == "error" or not quiet or len(columns) == 0:
-            _err(str(d))
+    for line in said_once(
+        d for d in result.diagnostics if d.level == "error" or not quiet or len(columns) == 0
+    ):
+        _err(line)
     if len(columns) == 0:
         n = len(paths)
         raise InputError(f"no sample could be read from {n} file{'s' if n != 1 else ''}")
@@ -410,9 +442,8 @@ def report_cmd(
         _output.write_atomic(out, text)
     else:
         _output.write_stdout(text)
-    for d in analysis.diagnostics:
-        if d.level == "error" or not quiet:
-            _err(str(d))
+    for line in said_once(d for d in analysis.diagnostics if d.level == "error" or not quiet):
+        _err(line)
     if not quiet:
         for h in analysis.hypotheses:
             _err(f"{h.id} {h.verdict.upper()}: {h.reason}")

@@ -283,3 +283,78 @@ def test_spec_math_refuses_non_finite_numbers(
     assert code == 2
     assert out == ""
     assert f"{flag} must be a finite number" in err
+
+
+def _error_storm(path: Path, times: int) -> None:
+    """An SGLang 0.5.3 log (as the `errors-oom-nccl` fixture prints it) whose sampler
+    reports NaN logits after every Decode batch, `times` times, and one OOM once."""
+    head = (FIXTURES / "formats" / "sglang-server" / "errors-oom-nccl-0.5.3.log").read_text(
+        encoding="utf-8"
+    )
+    lines = head.splitlines()[:3]  # server args, the pool, ready
+    for k in range(times):
+        ts = f"2025-10-10 22:{1 + k // 60:02d}:{k % 60:02d}"
+        lines.append(
+            f"[{ts} TP0] Decode batch. #running-req: 48, #token: 98110, token usage: 0.14, "
+            f"accept len: 3.31, accept rate: 0.41, cuda graph: True, gen throughput "
+            f"(token/s): {2990.41 + k:.2f}, #queue-req: 12, "
+        )
+        lines.append(f"\x1b[31m[{ts} TP1] Detected errors during sampling! NaN in the logits.")
+    lines.append(
+        "[2025-10-10 22:09:00 TP0] Scheduler hit an exception: Traceback (most recent call last):"
+    )
+    lines.append("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_a_repeated_error_is_printed_three_times_and_counted(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """An error storm: the same error of one file is printed `SAID_TIMES` times, then one
+    line at its last place counts the rest; `--format json` keeps every one."""
+    log = tmp_path / "server.log"
+    _error_storm(log, 7)
+    code, out, err = run(capsys, "parse", str(log), "--format", "json")
+    assert code == 0
+    nan = [d for d in json.loads(out)["diagnostics"] if "NaN in the logits" in d["message"]]
+    assert [d["line"] for d in nan] == [5, 7, 9, 11, 13, 15, 17]
+    said = [line for line in err.splitlines() if "NaN in the logits" in line]
+    assert said == [
+        f"{log}:5: error: Detected errors during sampling! NaN in the logits. [server-error]",
+        f"{log}:7: error: Detected errors during sampling! NaN in the logits. [server-error]",
+        f"{log}:9: error: Detected errors during sampling! NaN in the logits. [server-error]",
+        f"{log}:17: error: Detected errors during sampling! NaN in the logits. (4 more times "
+        "up to this line, not printed) [server-error]",
+    ]
+    assert err.count("CUDA out of memory") == 1  # said once: printed as it is
+    # exactly SAID_TIMES: nothing counted
+    _error_storm(log, 3)
+    _, _, err = run(capsys, "parse", str(log), "--format", "json")
+    assert err.count("NaN in the logits") == 3
+    assert "not printed" not in err
+
+
+def test_a_repeated_error_is_one_report_note_that_counts_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """The report's data-quality notes: one file's same error, said again and again, is one
+    note (how often, the first places); the same error in another file is a note of its
+    own, and an error said once is listed as it is."""
+    for name, times in (("a", 7), ("b", 2)):
+        (tmp_path / name).mkdir()
+        _error_storm(tmp_path / name / "server.log", times)
+    out = tmp_path / "report.md"
+    code, _, err = run(capsys, "report", str(tmp_path), "--out", str(out))
+    assert code == 0, err
+    notes = out.read_text(encoding="utf-8").split("## Data-quality notes", 1)[1]
+    notes = notes.split("\n## ", 1)[0]
+    nan = [line for line in notes.splitlines() if "NaN in the logits" in line]
+    assert len(nan) == 2
+    assert (
+        "a/server.log:5, a/server.log:7, a/server.log:9, a/server.log:11, a/server.log:13 "
+        "and 2 more (error, server-error): 7 times: Detected errors during sampling!" in nan[0]
+    )
+    assert "b/server.log:5, b/server.log:7 (error, server-error): 2 times:" in nan[1]
+    oom = [line for line in notes.splitlines() if "CUDA out of memory" in line]
+    assert len(oom) == 2
+    assert all(" times:" not in line for line in oom)

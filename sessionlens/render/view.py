@@ -444,6 +444,13 @@ def _where(d: dg.Diagnostic) -> str:
     return d.file if d.line is None else f"{d.file}:{d.line}"
 
 
+def _note_places(members: list[tuple[int, dg.Diagnostic]]) -> str:
+    """Where the diagnostics of a grouped note are: the first few, and how many more."""
+    shown_at = [_where(d) for _, d in members[:_MAX_PLACES]]
+    more = len(members) - len(shown_at)
+    return ", ".join(shown_at) + (f" and {more} more" if more else "")
+
+
 def _meaning(code: str) -> str:
     return dg.CODES[code][1] if code in dg.CODES else code.replace("-", " ")
 
@@ -497,9 +504,24 @@ def _build_notes(a: Analysis, shown: list[str], carry: dict[str, int | None]) ->
     _stat_notes(notes, a, shown, only=None)
     # 7. every other warning and error; 8. info diagnostics grouped by code
     handled = {*_TRUNCATION, "confound", "few-samples", "assumed-launch-noise"}
+    # the same warning or error of one file again and again (an error storm: a NaN check
+    # or a watchdog every batch) is one note that counts them, at its first place
+    repeats: dict[tuple[str, str, str, str], list[tuple[int, dg.Diagnostic]]] = {}
     for i, d in diags:
         if d.level != "info" and d.code not in handled:
+            repeats.setdefault((d.file, d.level, d.code, d.message), []).append((i, d))
+    for i, d in diags:
+        if d.level == "info" or d.code in handled:
+            continue
+        members = repeats[(d.file, d.level, d.code, d.message)]
+        if len(members) == 1:
             add_diag(i, d)
+        elif members[0][0] == i:
+            text = f"{len(members)} times: {d.message}"
+            n = notes.add(("repeat", i), _note_places(members), d.level, d.code, text)
+            for j, _ in members:
+                notes.alias(("diag", j), n)
+            notes.by_file.setdefault(d.file, []).append(n)
     groups: dict[str, list[tuple[int, dg.Diagnostic]]] = {}
     for i, d in diags:
         if d.level == "info" and d.code not in handled:
@@ -509,9 +531,7 @@ def _build_notes(a: Analysis, shown: list[str], carry: dict[str, int | None]) ->
             add_diag(*members[0])
             continue
         # One note per code: where (the first few places), how often, and the message.
-        shown_at = [_where(d) for _, d in members[:_MAX_PLACES]]
-        more = len(members) - len(shown_at)
-        places = ", ".join(shown_at) + (f" and {more} more" if more else "")
+        places = _note_places(members)
         messages = {d.message for _, d in members}
         first = members[0][1].message
         text = (

@@ -309,6 +309,13 @@ def _polars_split(data: bytes) -> tuple[pl.Series, bool] | None:
     # every byte accounted for (and no line holding a newline: `polars_lines` checks)
     if int(t.str.len_bytes().sum()) + t.len() != len(data):
         return None
+    if parked:
+        # CRLF (a log written on Windows or by some collectors): a line's trailing `\r`s
+        # are the first thing `clean` drops, so they go here (every `\x1e` is a parked
+        # `\r`); a chunk with no other `\r` is then read as any other (else every line
+        # would be noise, cleaned one by one in Python)
+        t = t.str.strip_chars_end("\x1e")
+        parked = bool(t.str.contains("\x1e", literal=True).any())
     return t, parked
 
 

@@ -765,6 +765,37 @@ def test_polars_lines_clean_every_noisy_line() -> None:
         assert flagged == [re.search(_lines.NOISE_RX, x) is not None for x in lines]
 
 
+def test_polars_lines_read_crlf_and_carriage_returns_as_clean_does() -> None:
+    """A chunk's `\r`s (CRLF line ends, several `\r`s, progress-bar rewrites, a `\r`
+    alone) give every line as `clean` gives it; a chunk whose `\r`s all end lines is split
+    with none parked (its lines are no noise: not cleaned one by one in Python)."""
+    rng = random.Random(5)
+    alphabet = ["\r", "\r", "a", " ", "[", "1", "m", "\x1b", "Decode batch", "10%", "\x1e"]
+    for _ in range(400):
+        lines = [
+            "".join(rng.choice(alphabet) for _ in range(rng.randrange(8)))
+            for _ in range(rng.randrange(1, 12))
+        ]
+        data = ("\n".join(lines) + "\n").encode()
+        got = _lines.polars_lines(_lines.Chunk(1, data))
+        if got is None:  # a `\x1e` and a `\r` in one chunk: read line by line
+            assert any("\x1e" in x for x in lines)
+            assert any("\r" in x for x in lines)
+            continue
+        assert got[0].to_list() == [_lines.clean(x) for x in lines], lines
+    log = (FORMATS / "sglang-server" / "d07-p06-0.5.1-eagle3-tp2.log").read_bytes()
+    log = log.rstrip(b"\n") + b"\n"  # (the fixture is cut: its last line has no end)
+    crlf = log.replace(b"\n", b"\r\n") + b"last\r\r\n"
+    split = _lines._polars_split(crlf)
+    assert split is not None
+    assert split[1] is False  # nothing parked
+    want = [_lines.clean(x) for x in crlf.decode().split("\n")[:-1]]
+    got = _lines.polars_lines(_lines.Chunk(1, crlf))
+    assert got is not None
+    assert got[0].to_list() == want
+    assert got[0].to_list() == [*map(_lines.clean, log.decode().split("\n")[:-1]), "last"]
+
+
 def test_polars_splits_lines_as_the_line_reader_does(monkeypatch: pytest.MonkeyPatch) -> None:
     data = (
         b'a\n\n  spaced  \n\ttab\n"quoted",x\n#hash\n\xc3\xa9t\xc3\xa9\n,,\n'

@@ -305,12 +305,17 @@ def _parse_file(
     from ._rankfold import Uncombinable
 
     mine = SampleColumns()
+    got: tuple[SourceInfo, list[dg.Diagnostic]] | None = None
     try:
         got = parse_path(
             file, config=config, source=rel, columns=mine, format=fmt, progress=progress, fold=True
         )
     except Uncombinable:
-        mine = SampleColumns()  # the rows read so far let go; the bar is full for this file
+        pass
+    if got is None:
+        # read again outside the handler: the exception's frames (the fold, the rows read
+        # so far) are let go before it, not held through the second reading
+        mine = SampleColumns()  # the bar is full for this file
         got = parse_path(file, config=config, source=rel, columns=mine, format=fmt)
     columns.extend(mine)
     return got

@@ -312,3 +312,37 @@ def test_strings_keep_their_numbers_from_slice_to_slice() -> None:
         kept = pl.concat(held.held)
         assert kept.dtype == pl.Categorical
         assert sorted(number[w] for w in kept.to_list()) == sorted(numbering)
+
+
+def test_a_source_read_again_lets_go_of_its_first_reading(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """When the fold gives up (`Uncombinable`), the file is read again without it, and the
+    first reading's table and fold are let go before that second reading starts (not held
+    by the handled exception's frames through it)."""
+    import gc
+    import weakref
+
+    class Rows:  # stands for what the first reading holds (its table, its fold)
+        pass
+
+    log = tmp_path / "a.log"
+    log.write_text("x\n", encoding="utf-8")
+    monkeypatch.setattr(session, "FOLD_FROM", 0)
+    first: list[weakref.ref[Rows]] = []
+    alive_at_second: list[bool] = []
+    real = session.parse_path
+
+    def parse_path(*args: Any, fold: bool = False, **kwargs: Any) -> Any:
+        if fold:
+            rows = Rows()
+            first.append(weakref.ref(rows))
+            raise _rankfold.Uncombinable("a.log")
+        gc.collect()
+        alive_at_second.append(first[0]() is not None)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(session, "parse_path", parse_path)
+    got = session._parse_file(log, "cfg", "a.log", SampleColumns(), None, lambda n: None, True)
+    assert got is not None
+    assert alive_at_second == [False]

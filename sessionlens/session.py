@@ -7,6 +7,7 @@ of each config. It must not compute statistics.
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -306,12 +307,10 @@ def _parse_file(
 
     mine = SampleColumns()
     got: tuple[SourceInfo, list[dg.Diagnostic]] | None = None
-    try:
+    with contextlib.suppress(Uncombinable):
         got = parse_path(
             file, config=config, source=rel, columns=mine, format=fmt, progress=progress, fold=True
         )
-    except Uncombinable:
-        pass
     if got is None:
         # read again outside the handler: the exception's frames (the fold, the rows read
         # so far) are let go before it, not held through the second reading

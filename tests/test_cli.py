@@ -358,3 +358,31 @@ def test_a_repeated_error_is_one_report_note_that_counts_it(
     oom = [line for line in notes.splitlines() if "CUDA out of memory" in line]
     assert len(oom) == 2
     assert all(" times:" not in line for line in oom)
+
+
+def test_the_cli_collects_cycles_less_often_while_it_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """While a command runs, the cycle collector's youngest generation is collected every
+    `GC_FIRST` allocations, not every 700 (its older generations walk every live object:
+    a log of many diagnostics made that a third of the time); afterwards the caller's
+    thresholds are back, also when the command fails."""
+    import gc
+
+    from sessionlens import cli
+
+    seen: list[tuple[int, int, int]] = []
+
+    def fake_main(args: list[str]) -> int:
+        seen.append(gc.get_threshold())
+        if args == ["boom"]:
+            raise KeyboardInterrupt
+        return 0
+
+    before = gc.get_threshold()
+    monkeypatch.setattr(cli, "_main", fake_main)
+    assert cli.main(["parse"]) == 0
+    assert cli.main(["boom"]) == 130
+    assert seen == [(cli.GC_FIRST, *before[1:])] * 2
+    assert before[0] < cli.GC_FIRST
+    assert gc.get_threshold() == before

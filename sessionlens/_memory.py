@@ -118,9 +118,19 @@ def can_start(what: str) -> None:
 
 def in_use() -> int | None:
     """The address space this process has mapped, in bytes (Linux), else None."""
+    return _statm(0)
+
+
+def resident() -> int | None:
+    """The bytes of this process resident in memory (Linux), else None."""
+    return _statm(1)
+
+
+def _statm(field: int) -> int | None:
+    """Field `field` of `/proc/self/statm` (0: size, 1: resident), in bytes; else None."""
     try:
         with open("/proc/self/statm", "rb") as fh:
-            pages = int(fh.read().split()[0])
+            pages = int(fh.read().split()[field])
     except (OSError, ValueError, IndexError):
         return None
     return pages * os.sysconf("SC_PAGE_SIZE")
@@ -194,16 +204,6 @@ def trim() -> None:
     fn = _libc[0]
     if fn is not None:
         fn(0)  # type: ignore[operator]
-
-
-def resident() -> int | None:
-    """The bytes of this process resident in memory (Linux), else None."""
-    try:
-        with open("/proc/self/statm", "rb") as fh:
-            pages = int(fh.read().split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-    return pages * os.sysconf("SC_PAGE_SIZE")
 
 
 # Resident growth since the last trim that `Trimmer.step` lets stand (see there).

@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import random
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,6 +83,11 @@ def _written(tmp_path: Path, lines: list[str]) -> Path:
     path = tmp_path / "m.prom"
     path.write_text("\n".join(lines) + "\n")
     return path
+
+
+def _scrape_file(tmp_path: Path, n: int, scrape: Callable[[int], list[str]]) -> Path:
+    """`m.prom` holding `n` scrapes, the lines of the k-th `scrape(k)`."""
+    return _written(tmp_path, [line for k in range(n) for line in scrape(k)])
 
 
 def assert_same(path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int) -> int:
@@ -286,15 +292,17 @@ def test_a_run_of_scrapes_heeds_a_type_line_that_changed_a_kind_before_it(
     # until the next scrape's own `# TYPE` line. Read as a counter at a scrape's end, it
     # would restart the server: the bulk path must not read a run of scrapes under a kind
     # its own `# TYPE` lines would change.
-    lines = []
-    for k in range(24):
-        lines.append(f"# scrape 2026-03-02T09:{15 + k // 6:02d}:{k % 6 * 10:02d}+00:00")
-        lines.append("# TYPE vllm:num_requests_running gauge")
-        lines.append(f'vllm:num_requests_running{{engine="0"}} {5 - k % 2}')
-        lines.append(f'vllm:generation_tokens_total{{engine="0"}} {100 * (k + 1)}')
-        if stray and k == 9:
-            lines.append("# TYPE vllm:num_requests_running counter")
-    path = _written(tmp_path, lines)
+    path = _scrape_file(
+        tmp_path,
+        24,
+        lambda k: [
+            f"# scrape 2026-03-02T09:{15 + k // 6:02d}:{k % 6 * 10:02d}+00:00",
+            "# TYPE vllm:num_requests_running gauge",
+            f'vllm:num_requests_running{{engine="0"}} {5 - k % 2}',
+            f'vllm:generation_tokens_total{{engine="0"}} {100 * (k + 1)}',
+            *(["# TYPE vllm:num_requests_running counter"] if stray and k == 9 else []),
+        ],
+    )
     assert assert_same(path, monkeypatch, 1 << 20) > 0
     _, _, counts, notes, _ = parse(path, monkeypatch, fast=True, chunk=1 << 20)
     assert counts["scrape"] == 24
@@ -428,13 +436,16 @@ def test_an_exporter_that_drops_a_number_in_every_scrape_is_said_every_time(
 ) -> None:
     # the same series without its number in every scrape: blocks laid out alike, but the
     # reader says each such line (`unparsed-line`), so no run may take them in silence
-    lines = []
-    for k in range(30):
-        lines.append(f"# scrape 2026-03-02T09:15:{k:02d}+00:00")
-        lines.append(f'vllm:num_requests_running{{engine="0"}} {k % 5}.0')
-        lines.append('vllm:num_requests_waiting{engine="0"}')
-        lines.append(f'vllm:generation_tokens_total{{engine="0"}} {100 * (k + 1)}')
-    path = _written(tmp_path, lines)
+    path = _scrape_file(
+        tmp_path,
+        30,
+        lambda k: [
+            f"# scrape 2026-03-02T09:15:{k:02d}+00:00",
+            f'vllm:num_requests_running{{engine="0"}} {k % 5}.0',
+            'vllm:num_requests_waiting{engine="0"}',
+            f'vllm:generation_tokens_total{{engine="0"}} {100 * (k + 1)}',
+        ],
+    )
     assert_same(path, monkeypatch, 1 << 20)
     _, _, _, notes, _ = parse(path, monkeypatch, fast=True, chunk=1 << 20)
     assert sum("unparsed-line" in n for n in notes) == 30
@@ -445,13 +456,16 @@ def test_a_histogram_count_past_the_float_range_gives_what_the_reader_gives(
 ) -> None:
     # a count printed as 1e400 reads as inf; inf - inf is NaN, and the reader's
     # `count <= 0` is false for NaN: it gives a NaN mean (the bulk path must, too)
-    lines = []
-    for k in range(12):
-        lines.append(f"# scrape 2026-03-02T09:15:{k * 5:02d}Z")
-        lines.append(f'vllm:inter_token_latency_seconds_sum{{engine="0"}} {0.5 * k!r}')
-        lines.append('vllm:inter_token_latency_seconds_count{engine="0"} 1e400')
-        lines.append(f'vllm:generation_tokens_total{{engine="0"}} {100 * (k + 1)}')
-    path = _written(tmp_path, lines)
+    path = _scrape_file(
+        tmp_path,
+        12,
+        lambda k: [
+            f"# scrape 2026-03-02T09:15:{k * 5:02d}Z",
+            f'vllm:inter_token_latency_seconds_sum{{engine="0"}} {0.5 * k!r}',
+            'vllm:inter_token_latency_seconds_count{engine="0"} 1e400',
+            f'vllm:generation_tokens_total{{engine="0"}} {100 * (k + 1)}',
+        ],
+    )
     assert assert_same(path, monkeypatch, 1 << 20) > 0
     samples, _, _, _, _ = parse(path, monkeypatch, fast=True, chunk=1 << 20)
     assert [s[2] for s in samples if s[1] == "itl_ms_mean"] == ["nan"] * 11

@@ -13,6 +13,7 @@ import json
 import math
 import random
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -741,6 +742,20 @@ def test_json_log_lines_are_unwrapped_in_polars_as_clean_does() -> None:
             assert got.to_list() == want
 
 
+def _random_chunks(
+    rng: random.Random, alphabet: list[str], chunks: int, most_chars: int, most_lines: int
+) -> Iterator[tuple[list[str], tuple[pl.Series, dict[str, Any]] | None]]:
+    """`chunks` chunks of random lines of `alphabet`'s pieces (under `most_chars` pieces a
+    line, 1 to under `most_lines` lines a chunk), each with what `polars_lines` makes of it."""
+    for _ in range(chunks):
+        lines = [
+            "".join(rng.choice(alphabet) for _ in range(rng.randrange(most_chars)))
+            for _ in range(rng.randrange(1, most_lines))
+        ]
+        data = ("\n".join(lines) + "\n").encode()
+        yield lines, _lines.polars_lines(_lines.Chunk(1, data))
+
+
 def test_polars_lines_clean_every_noisy_line() -> None:
     """The noise is looked for as parts ORed (and bidi controls only in a chunk holding
     their first byte): every line any part of `NOISE_RX` finds is cleaned as `clean` does,
@@ -749,13 +764,7 @@ def test_polars_lines_clean_every_noisy_line() -> None:
     alphabet = ["\x1b", "[", "1", ";", "m", "*", "**", "`", "~", ">", " ", "a", "\u202e",
                 "\u2067", "\u2070", "\xe9", "\u20ac", "[0m", "Decode batch"]  # fmt: skip
     bidi = re.compile(_lines.BIDI_RX)
-    for _ in range(300):
-        lines = [
-            "".join(rng.choice(alphabet) for _ in range(rng.randrange(12)))
-            for _ in range(rng.randrange(1, 20))
-        ]
-        data = ("\n".join(lines) + "\n").encode()
-        got = _lines.polars_lines(_lines.Chunk(1, data))
+    for lines, got in _random_chunks(rng, alphabet, 300, 12, 20):
         if any(bidi.search(x) for x in lines):
             assert got is None
             continue
@@ -771,13 +780,7 @@ def test_polars_lines_read_crlf_and_carriage_returns_as_clean_does() -> None:
     with none parked (its lines are no noise: not cleaned one by one in Python)."""
     rng = random.Random(5)
     alphabet = ["\r", "\r", "a", " ", "[", "1", "m", "\x1b", "Decode batch", "10%", "\x1e"]
-    for _ in range(400):
-        lines = [
-            "".join(rng.choice(alphabet) for _ in range(rng.randrange(8)))
-            for _ in range(rng.randrange(1, 12))
-        ]
-        data = ("\n".join(lines) + "\n").encode()
-        got = _lines.polars_lines(_lines.Chunk(1, data))
+    for lines, got in _random_chunks(rng, alphabet, 400, 8, 12):
         if got is None:  # a `\x1e` and a `\r` in one chunk: read line by line
             assert any("\x1e" in x for x in lines)
             assert any("\r" in x for x in lines)

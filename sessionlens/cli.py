@@ -138,21 +138,21 @@ def said_once(diags: Iterable[Diagnostic]) -> Iterator[str]:
     message) printed `SAID_TIMES` times at most; then, for each one said more often, one
     line at its last place that counts the lines not printed (the JSON outputs and the
     report keep every one)."""
-    seen: dict[tuple[str, str, str, str], list[Any]] = {}  # [times, last diagnostic]
+    times: dict[tuple[str, str, str, str], int] = {}
+    last: dict[tuple[str, str, str, str], Diagnostic] = {}
     for d in diags:
-        key = (d.file, d.level, d.code, d.message)
-        held = seen.setdefault(key, [0, d])
-        held[0] += 1
-        held[1] = d
-        if held[0] <= SAID_TIMES:
+        key: tuple[str, str, str, str] = (d.file, d.level, d.code, d.message)
+        times[key] = times.get(key, 0) + 1
+        last[key] = d
+        if times[key] <= SAID_TIMES:
             yield str(d)
-    for times, last in seen.values():
-        if times > SAID_TIMES:
-            more = times - SAID_TIMES
+    for key, said in times.items():
+        if said > SAID_TIMES:
+            more = said - SAID_TIMES
             yield str(
-                last.model_copy(
+                last[key].model_copy(
                     update={
-                        "message": f"{last.message} ({more} more time"
+                        "message": f"{last[key].message} ({more} more time"
                         f"{'s' if more != 1 else ''} up to this line, not printed)"
                     }
                 )

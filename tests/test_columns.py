@@ -162,6 +162,43 @@ def test_a_categorical_of_recent_strings_is_coded_from_its_least_number() -> Non
 
 
 @settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["r0", "r1", "r2", "r3", "r4"]), min_size=1, max_size=60))
+def test_a_categorical_without_nulls_is_coded_as_its_strings_are(rows: list[str]) -> None:
+    """A categorical with no null (the fast paths' columns, coded with numpy from the
+    categories' numbers) is coded as the same strings as a String column: the same codes,
+    the same strings in the order first seen, the same type, also when its numbers are
+    recent ones far from 0, and when they were numbered in another order than the rows'."""
+    old = pl.Series([f"older{i}" for i in range(70_000)]).cast(pl.Categorical)
+    numbered = pl.Series(["r4", "r3", "r2", "r1", "r0"]).cast(pl.Categorical)  # held
+    want_codes, want_words = model._encoded(pl.Series("metric", rows, pl.String))
+    codes, words = model._encoded(pl.Series("metric", rows).cast(pl.Categorical))
+    assert codes.dtype == want_codes.dtype
+    assert codes.to_list() == want_codes.to_list()
+    assert words.to_list() == want_words.to_list()
+    assert codes.name == "metric"
+    assert old.len() + numbered.len() == 70_005
+
+
+@pytest.mark.parametrize("kind", [pl.String, pl.Categorical])
+def test_a_part_holds_a_rank_that_every_row_shares_once(kind: Any) -> None:
+    """A batch whose rows are all of one rank (or of none) holds that rank once for the
+    part; rows of two ranks, or of a rank and none, hold the rank as codes."""
+    for ranks, once in (
+        (["TP3"] * 4, ("TP3",)),
+        ([None] * 4, (None,)),
+        (["TP3", "TP3", "TP4", "TP3"], None),
+        (["TP3", None, "TP3", "TP3"], None),
+    ):
+        rows = [Sample("m", 1.0, i + 1, None, None, r, "10:00") for i, r in enumerate(ranks)]
+        frame = _batch(rows).frame.with_columns(pl.col("rank").cast(kind))
+        cols = SampleColumns()
+        cols.add_batch("c", "a.log", SampleBatch(frame))
+        assert cols._part_keys[0].rank == once
+        assert ("rank" in cols._parts[0].columns) == (once is None)
+        assert cols.frame()["rank"].to_list() == ranks
+
+
+@settings(max_examples=200, deadline=None)
 @given(st.lists(_WORDS, min_size=1, max_size=5))
 def test_parts_codes_join_into_codes_of_one_list(parts: list[list[str | None]]) -> None:
     """Parts' codes, each into its own strings, joined: codes into one list holding each

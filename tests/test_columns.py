@@ -179,6 +179,41 @@ def test_a_categorical_without_nulls_is_coded_as_its_strings_are(rows: list[str]
     assert old.len() + numbered.len() == 70_005
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.integers(0, 40), min_size=1, max_size=30),
+    st.integers(1, 12),
+    st.integers(0, 200_000),
+    st.integers(0, 3),
+)
+@example(numbers=[0, 1, 2], run=1, late_at=5_000, shape=2)  # past the first prefix
+@example(numbers=[0, 1, 2], run=1, late_at=100_000, shape=2)  # past the second
+@example(numbers=[0, 1, 2], run=8, late_at=0, shape=0)
+def test_each_numbers_first_row_is_found_in_runs_or_not(
+    numbers: list[int], run: int, late_at: int, shape: int
+) -> None:
+    """`_first_rows` (each number's first row, the length where it is absent) against a
+    plain search: columns in runs (timestamps), columns without (metrics in turn) where a
+    number first comes far down (past the prefixes looked at first), short and long."""
+    import numpy as np
+
+    if shape == 0:  # in runs
+        at = np.repeat(np.array(numbers), run)
+    elif shape == 1:  # in turn, a long column
+        at = np.resize(np.array(numbers), 70_000 + late_at)
+    elif shape == 2:  # in turn, and a number met only far down
+        at = np.resize(np.array(numbers), 70_000 + late_at)
+        at[min(late_at, len(at) - 1)] = 41
+    else:  # as drawn
+        at = np.array(numbers)
+    at = at.astype(np.intp)
+    first = model._first_rows(at, 42)
+    want = np.full(42, len(at))
+    seen, rows = np.unique(at, return_index=True)  # (the first of equals, by sorting)
+    want[seen] = rows
+    assert first.tolist() == want.tolist()
+
+
 @pytest.mark.parametrize("kind", [pl.String, pl.Categorical])
 def test_a_part_holds_a_rank_that_every_row_shares_once(kind: Any) -> None:
     """A batch whose rows are all of one rank (or of none) holds that rank once for the

@@ -874,7 +874,7 @@ class ChunkRun:
             self.values[li] = values
             self.kind[rows] = lay.kind
             if ts is not None:  # (a layout's lines have a timestamp and a rank where it has)
-                self.ts[li] = ts
+                self.ts[li] = ts.cast(pl.Categorical)  # here, not on the walking thread
             if rank is not None:
                 self.ranks[li] = rank
         del self.read
@@ -1213,12 +1213,12 @@ class ChunkRun:
             if lay.kind in _AFTER_ENGINE:
                 names, code, idle = self._spec_state(rows)
                 keep &= ~idle
-                rank = pl.Series(names, dtype=pl.String).gather(code)
+                rank = pl.Series(names, dtype=pl.String).cast(pl.Categorical).gather(code)
             else:
                 if lay.idle is not None:
                     keep &= ~(values[:, list(lay.idle)] == 0).all(axis=1)
                 if li in self.ranks:
-                    rank = self.ranks[li]
+                    rank = self.ranks[li].cast(pl.Categorical)
             sel = np.flatnonzero(keep)
             if len(sel) == 0:
                 continue
@@ -1254,7 +1254,7 @@ class ChunkRun:
                     continue
                 codes = np.array([metrics.setdefault(m, len(metrics)) for m in labels])
                 # (a null repeated: no values gathered, no query run)
-                none = pl.Series("literal", [None], pl.String).new_from_index(0, len(sel))
+                none = pl.Series("literal", [None], pl.Categorical).new_from_index(0, len(sel))
                 parts.append(
                     (
                         rows[sel],
@@ -1274,8 +1274,8 @@ class ChunkRun:
                     1,  # one row per sample: a fed row's samples stay in their order
                     np.array(cols["value"], np.float64),
                     np.array([metrics.setdefault(m, len(metrics)) for m in cols["metric"]]),
-                    pl.Series(cols["rank"], dtype=pl.String),
-                    pl.Series(cols["ts"], dtype=pl.String),
+                    pl.Series(cols["rank"], dtype=pl.String).cast(pl.Categorical),
+                    pl.Series(cols["ts"], dtype=pl.String).cast(pl.Categorical),
                 )
             )
         if not parts:
@@ -1299,8 +1299,9 @@ class ChunkRun:
             at += n
         cat = pl.Categorical
         null = pl.Series([None], dtype=pl.Int64)
-        rank = pl.concat([p[4] for p in parts]).cast(cat).gather(owner)
-        ts = pl.concat([p[5] for p in parts]).cast(cat).gather(owner)
+        # (categoricals, the chunk's timestamps made so as it was prepared)
+        rank = pl.concat([p[4] for p in parts]).gather(owner)
+        ts = pl.concat([p[5] for p in parts]).gather(owner)
         frame = pl.DataFrame(
             {
                 "line": rows[owner] + self.first,

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections import deque
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -40,6 +42,7 @@ priority = 20
 FAST = True  # tests switch it off to compare with the line-by-line path
 FAST_MIN_BYTES = 512 << 10  # smaller chunks are read line by line (polars is not imported)
 FAST_CHUNK = 8 << 20
+AHEAD = 2  # chunks split on a worker thread while one is read (as the server logs')
 
 Labels = tuple[tuple[str, str], ...]
 Key = tuple[str, Labels]  # a series: metric name and its labels, sorted
@@ -556,14 +559,26 @@ def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
         yield from read_lines(reader, src)
         return
     bulk = _Bulk(reader)
-    for piece in src.chunks(FAST_CHUNK):
-        if isinstance(piece, Line):
-            yield from reader.feed(piece)
-        elif len(piece.data) < FAST_MIN_BYTES:
-            for ln in src.chunk_lines(piece):
-                yield from reader.feed(ln)
-        else:
-            yield from bulk.chunk(src, piece)
+    # chunks split on a worker thread, `AHEAD` ahead, while this one reads the oldest
+    ahead: deque[tuple[Chunk, Future[_Split | None]]] = deque()
+    try:
+        for piece in src.chunks(FAST_CHUNK):
+            if isinstance(piece, Chunk) and len(piece.data) >= FAST_MIN_BYTES:
+                ahead.append((piece, bulk.prepare(piece)))
+                if len(ahead) > AHEAD:
+                    yield from bulk.chunk(src, *ahead.popleft())
+                continue
+            while ahead:  # (in line order)
+                yield from bulk.chunk(src, *ahead.popleft())
+            if isinstance(piece, Line):
+                yield from reader.feed(piece)
+            else:
+                for ln in src.chunk_lines(piece):
+                    yield from reader.feed(ln)
+        while ahead:
+            yield from bulk.chunk(src, *ahead.popleft())
+    finally:
+        bulk.close()
     yield from reader.finish()
 
 
@@ -627,27 +642,37 @@ class _Bulk:
         self.open: _Scrape | None = None
         self.wait = 0
         self.backoff = 1
+        self._pool: ThreadPoolExecutor | None = None
 
-    def chunk(self, src: SourceText, chunk: Chunk) -> Iterator[Record]:
+    def prepare(self, chunk: Chunk) -> Future[_Split | None]:
+        """Start splitting a chunk on the worker thread (`_split`)."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="sessionlens-prometheus")
+        return self._pool.submit(_split, chunk)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def chunk(
+        self, src: SourceText, chunk: Chunk, prepared: Future[_Split | None]
+    ) -> Iterator[Record]:
         """A chunk's records: runs of scrapes laid out as the template read in bulk, every
         other line fed (`# HELP` lines passed over, plain series lines split by polars);
         the chunk's samples as one batch, at its end, after its other records."""
         import polars as pl
 
-        from .._lines import polars_lines
-
         reader = self.reader
-        split = polars_lines(chunk)
+        split = prepared.result()
         if split is None:  # what polars might not split as `_lines` does: line by line
             for ln in src.chunk_lines(chunk):
                 yield from reader.feed(ln)
             self.open = reader._scrape
             return
-        t = split[0]
-        found = t.to_frame("t").with_columns(n=pl.col("t").str.extract(_LAST_NUMBER_RX))
-        found = found.with_columns(s=pl.col("t").str.strip_suffix(pl.col("n").fill_null("")))
-        lines = _Lines(t, found["s"], found["n"], chunk.first)
-        del found, split
+        t, shapes, last = split
+        lines = _Lines(t, shapes, last, chunk.first)
+        del split, shapes, last
         n, first = len(t), chunk.first
         count, labels_of, series = reader.ctx.count, reader._labels, reader._series
         pieces: list[pl.DataFrame] = []  # the chunk's samples so far, in order
@@ -746,6 +771,31 @@ class _Bulk:
             self.wait = self.backoff
             self.backoff = min(2 * self.backoff, 256)
         return None
+
+
+class _Split(NamedTuple):
+    """A chunk's lines split by polars (`_lines.polars_lines`), each without a last number,
+    and that number (with the space before it; null when the line ends in none)."""
+
+    texts: pl.Series
+    shapes: pl.Series
+    numbers: pl.Series
+
+
+def _split(chunk: Chunk) -> _Split | None:
+    """`_Split` of a chunk (a worker thread: it touches no state but the chunk's line
+    count); None when polars might not split it as `_lines` does."""
+    import polars as pl
+
+    from .._lines import polars_lines
+
+    split = polars_lines(chunk)
+    if split is None:
+        return None
+    t = split[0]
+    found = t.to_frame("t").with_columns(n=pl.col("t").str.extract(_LAST_NUMBER_RX))
+    found = found.with_columns(s=pl.col("t").str.strip_suffix(pl.col("n").fill_null("")))
+    return _Split(t, found["s"], found["n"])
 
 
 class _Lines:

@@ -112,6 +112,43 @@ def test_the_bulk_path_gives_what_the_line_path_gives_on_every_fixture(
         assert in_runs > 0  # scrapes laid out alike were read in bulk
 
 
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_chunks_split_ahead_and_chunks_read_by_line_keep_their_order(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks are split on a worker thread ahead of the one read, and a chunk too small
+    for the bulk path is read line by line: the chunks split ahead are read first, in line
+    order, and both paths agree (chunks of 300 bytes, ending at lines: some under 250)."""
+    split = 0
+    real = P._split
+
+    def counting(chunk: _lines.Chunk) -> Any:
+        nonlocal split
+        split += 1
+        return real(chunk)
+
+    monkeypatch.setattr(P, "_split", counting)
+    slow = parse(path, monkeypatch, fast=False, chunk=300)
+    split = 0
+    fast = parse(path, monkeypatch, fast=True, chunk=300)
+    monkeypatch.setattr(P, "FAST_MIN_BYTES", 250)  # (after `parse` set it to 0)
+    src = _lines.read(path, display=path.name)
+    ctx = ParseContext(file=path.name)
+    split = 0
+    mixed = [_key(r) for r in P.parse(src, ctx)]
+    sizes = [
+        len(c.data)
+        for c in _lines.read(path, display=path.name).chunks(300)
+        if isinstance(c, _lines.Chunk)
+    ]
+    assert any(n < 250 for n in sizes)  # both kinds of chunk
+    assert any(n >= 250 for n in sizes)
+    assert split == sum(n >= 250 for n in sizes)  # the bulk path's chunks, each split once
+    assert fast == slow
+    assert [r for r in mixed if isinstance(r, tuple) and r[0] == "sample"] == slow[0]
+    assert [str(d) for d in [*src.notes, *ctx.diagnostics]] == slow[3]
+
+
 # Lines among scrapes: a paste, a hand, another exporter, a cut. Each either reads as a plain
 # series line in bulk or goes to `feed`; the two paths must not tell them apart.
 _ODD = [

@@ -670,9 +670,9 @@ class _Bulk:
                 yield from reader.feed(ln)
             self.open = reader._scrape
             return
-        t, shapes, last = split
-        lines = _Lines(t, shapes, last, chunk.first)
-        del split, shapes, last
+        lines = _Lines(*split, first=chunk.first)
+        t = split.texts
+        del split
         n, first = len(t), chunk.first
         count, labels_of, series = reader.ctx.count, reader._labels, reader._series
         pieces: list[pl.DataFrame] = []  # the chunk's samples so far, in order
@@ -780,6 +780,8 @@ class _Split(NamedTuple):
     texts: pl.Series
     shapes: pl.Series
     numbers: pl.Series
+    values: npt.NDArray[np.float64]  # the numbers read (NaN where none, or not read)
+    unread: npt.NDArray[np.bool_]  # a number polars does not read as a float
 
 
 def _split(chunk: Chunk) -> _Split | None:
@@ -794,16 +796,36 @@ def _split(chunk: Chunk) -> _Split | None:
         return None
     t = split[0]
     found = t.to_frame("t").with_columns(n=pl.col("t").str.extract(_LAST_NUMBER_RX))
-    found = found.with_columns(s=pl.col("t").str.strip_suffix(pl.col("n").fill_null("")))
-    return _Split(t, found["s"], found["n"])
+    found = found.with_columns(
+        s=pl.col("t").str.strip_suffix(pl.col("n").fill_null("")),
+        v=pl.col("n").str.slice(1).cast(pl.Float64, strict=False),
+    ).with_columns(unread=pl.col("v").is_null() & pl.col("n").is_not_null())
+    return _Split(
+        t,
+        found["s"],
+        found["n"],
+        found["v"].to_numpy(),
+        found["unread"].to_numpy(),
+    )
 
 
 class _Lines:
     """A chunk's lines as polars columns: the text, the text without a last number, the
-    number (with the space before it; null when the line ends in none)."""
+    number (with the space before it; null when the line ends in none), and the numbers
+    read (`_Split`)."""
 
-    def __init__(self, texts: pl.Series, shapes: pl.Series, numbers: pl.Series, first: int):
+    def __init__(
+        self,
+        texts: pl.Series,
+        shapes: pl.Series,
+        numbers: pl.Series,
+        values: npt.NDArray[np.float64],
+        unread: npt.NDArray[np.bool_],
+        *,
+        first: int,
+    ):
         self.texts, self.shapes, self.numbers = texts, shapes, numbers
+        self.values, self.unread = values, unread
         self.numbered = numbers.is_not_null().to_numpy()
         self.first = first
 
@@ -978,8 +1000,11 @@ class _Run:
         self.reader, self.t, self.m = reader, template, m
         starts = start + template.n * np.arange(m, dtype=np.int64)
         rows = (starts[:, None] + template.offsets[None, :]).ravel()
-        numbers = lines.numbers.gather(rows).str.slice(1).cast(pl.Float64)
-        self.values = numbers.to_numpy().reshape(m, len(template.keys))
+        if lines.unread[rows].any():  # (as the reader would have: polars raises)
+            values = lines.numbers.gather(rows).str.slice(1).cast(pl.Float64).to_numpy()
+        else:  # read as the chunk was split
+            values = lines.values[rows]
+        self.values = values.reshape(m, len(template.keys))
         self.heads = starts + lines.first  # each block's first line number
         self.stamps = stamps if template.marker else [None] * m
         self.seconds = [epoch_seconds(s) if s else None for s in self.stamps]

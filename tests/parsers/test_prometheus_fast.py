@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sessionlens import _lines
 from sessionlens.model import Sample
@@ -147,6 +149,23 @@ def test_chunks_split_ahead_and_chunks_read_by_line_keep_their_order(
     assert fast == slow
     assert [r for r in mixed if isinstance(r, tuple) and r[0] == "sample"] == slow[0]
     assert [str(d) for d in [*src.notes, *ctx.diagnostics]] == slow[3]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.from_regex(P._NUMBER_RX, fullmatch=True), min_size=1, max_size=40))
+def test_a_chunks_last_numbers_are_read_as_python_reads_them(numbers: list[str]) -> None:
+    """The numbers ending a chunk's lines, read as the chunk is split (`_split`, on the
+    worker thread), are what Python's `float` reads of each (NaN where a line ends in
+    none), and none is left unread."""
+    text = "".join(f'vllm:x{{engine="0"}} {n}\n# HELP vllm:x a line without one\n' for n in numbers)
+    data = text.encode() * (P.FAST_MIN_BYTES // len(text) + 1)
+    split = P._split(_lines.Chunk(1, data))
+    assert split is not None
+    want = [float(n) for n in numbers]
+    got = split.values[: 2 * len(numbers)].tolist()
+    assert not split.unread.any()
+    assert [math.isnan(v) for v in got[1::2]] == [True] * len(numbers)
+    assert [str(v) for v in got[::2]] == [str(v) for v in want]
 
 
 # Lines among scrapes: a paste, a hand, another exporter, a cut. Each either reads as a plain

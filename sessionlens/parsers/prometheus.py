@@ -670,8 +670,7 @@ class _Bulk:
                 yield from reader.feed(ln)
             self.open = reader._scrape
             return
-        lines = _Lines(*split, first=chunk.first)
-        t = split.texts
+        lines, t = _Lines(split, chunk.first), split.texts
         del split
         n, first = len(t), chunk.first
         count, labels_of, series = reader.ctx.count, reader._labels, reader._series
@@ -814,19 +813,10 @@ class _Lines:
     number (with the space before it; null when the line ends in none), and the numbers
     read (`_Split`)."""
 
-    def __init__(
-        self,
-        texts: pl.Series,
-        shapes: pl.Series,
-        numbers: pl.Series,
-        values: npt.NDArray[np.float64],
-        unread: npt.NDArray[np.bool_],
-        *,
-        first: int,
-    ):
-        self.texts, self.shapes, self.numbers = texts, shapes, numbers
-        self.values, self.unread = values, unread
-        self.numbered = numbers.is_not_null().to_numpy()
+    def __init__(self, split: _Split, first: int):
+        self.texts, self.shapes, self.numbers = split.texts, split.shapes, split.numbers
+        self.values, self.unread = split.values, split.unread
+        self.numbered = split.numbers.is_not_null().to_numpy()
         self.first = first
 
     def split(

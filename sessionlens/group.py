@@ -1124,10 +1124,25 @@ def kahan_sums(
         total = np.add.reduceat(value[members], first)
         total += 0.0
         return total
-    total = np.zeros(len(first), np.float64)
+    if not len(first):
+        return np.zeros(0, np.float64)
+    # Kahan's first step is 0.0 + y (exact, no compensation) and its second a plain sum, so
+    # the loop starts at the third value, and groups of one or two values (vLLM's two
+    # engines, DP ranks in pairs) take no loop at all
+    total = value[members[first]] + 0.0
+    top, every = int(size.max()), int(size.min())  # every: places every group has
+    if top < 2:
+        return total
+    two: slice | npt.NDArray[np.intp] = slice(None) if every >= 2 else np.flatnonzero(size >= 2)
+    y = value[members[first[two] + 1]]
+    t = total[two] + y
+    if top == 2:
+        total[two] = t
+        return total
     comp = np.zeros(len(first), np.float64)
-    every = int(size.min()) if len(size) else 0  # places every group has: no subset taken
-    for j in range(int(size.max()) if len(size) else 0):
+    comp[two] = (t - total[two]) - y
+    total[two] = t
+    for j in range(2, top):
         if j < every:  # the same operations on every group, in place
             y = value[members[first + j]]
             y -= comp

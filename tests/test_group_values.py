@@ -6,10 +6,12 @@ once)."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import random
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -166,6 +168,12 @@ def _drained_alike(session: Any, at_once: Any) -> dict[tuple[str, str], group.Po
         ], key
         assert drained[key]._values.tobytes() == pts._values.tobytes(), key
     assert len(session.columns) == 0
+    # keys read from the same lines hold one array of them, which nothing may write
+    held = list(drained.values())
+    assert not any(pts._lines.flags.writeable for pts in held)
+    for a, b in itertools.pairwise(held):
+        if a._lines.dtype == b._lines.dtype and np.array_equal(a._lines, b._lines):
+            assert b._lines is a._lines
     return drained
 
 
@@ -194,7 +202,9 @@ def test_a_drained_table_gives_the_values_read_at_once(
     at_once = group.values_by_config(session)
     monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
     frames = _counting(monkeypatch, "_widened")
-    _drained_alike(session, at_once)
+    drained = _drained_alike(session, at_once)
+    # an interval line's three metrics: one array of lines (per config)
+    assert len({id(pts._lines) for pts in drained.values()}) < len(drained)
     # every key combined from numpy columns of its pieces (its values are finite): no
     # frame of a key's rows made and joined (issue 22: a DP log's peak RSS)
     assert frames == []

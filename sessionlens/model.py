@@ -818,7 +818,7 @@ def _held_lines(line: pl.Series) -> pl.Series:
         return line.cast(pl.UInt32 if narrow else pl.Int64)
     v = line.to_numpy()  # (a view: no nulls)
     if int(v.min()) >= 0 and int(v.max()) < 1 << 32:
-        return _owned(pl.Series(line.name, v.astype(np.uint32)))
+        return pl.Series(line.name, v.astype(np.uint32))
     return line.cast(pl.Int64)
 
 
@@ -864,21 +864,7 @@ def _encoded_numbers(column: pl.Series, keys: pl.Series) -> tuple[pl.Series, pl.
     lut = np.zeros(span, np.uint8 if m <= 1 << 8 else np.uint16 if m <= 1 << 16 else np.uint32)
     lut[seen] = np.arange(m)
     words = column.gather(first[seen]).cast(pl.String)
-    return _owned(pl.Series(column.name, lut[at])), words
-
-
-def _owned(column: pl.Series) -> pl.Series:
-    """A column made on numpy's array, copied into polars' own buffer on this thread, for a
-    part of the table. numpy's buffer, freed when the part is drained, would go back to the
-    C heap, which keeps its pages until trimmed: a 1 GB DP report's table stayed resident
-    after its analysis (+450 MB; +150 MB at the peak). Two halves joined into one chunk:
-    one copy (a cast would copy too, on polars' thread pool: `_encoded_numbers`)."""
-    import polars as pl
-
-    half = column.len() // 2
-    if not half:
-        return column
-    return pl.concat([column.slice(0, half), column.slice(half)], rechunk=True)
+    return pl.Series(column.name, lut[at]), words
 
 
 def _first_rows(at: npt.NDArray[np.intp], span: int) -> npt.NDArray[np.intp]:
@@ -982,7 +968,7 @@ def _held_values(values: pl.Series, words: dict[str, pl.Series]) -> pl.Series:
         held = _held_at(v, k)
         if held is not None:
             words["value"] = pl.Series("value", [k], pl.Int8)
-            return _owned(pl.Series("value", held))
+            return pl.Series("value", held)
     return values.alias("value")
 
 

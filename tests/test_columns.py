@@ -214,21 +214,6 @@ def test_each_numbers_first_row_is_found_in_runs_or_not(
     assert first.tolist() == want.tolist()
 
 
-@pytest.mark.parametrize("n", [2, 3, 1000])
-def test_a_column_on_numpys_array_is_copied_into_one_of_polars_own(n: int) -> None:
-    """`_owned`: the same values, name and type in one chunk, no longer numpy's array (a
-    change to the array after does not show)."""
-    import numpy as np
-
-    array = np.arange(n, dtype=np.uint16)
-    owned = model._owned(pl.Series("ts", array))
-    array[:] = 7
-    assert owned.name == "ts"
-    assert owned.dtype == pl.UInt16
-    assert owned.n_chunks() == 1
-    assert owned.to_list() == list(range(n))
-
-
 @pytest.mark.parametrize("kind", [pl.String, pl.Categorical])
 def test_a_part_holds_a_rank_that_every_row_shares_once(kind: Any) -> None:
     """A batch whose rows are all of one rank (or of none) holds that rank once for the

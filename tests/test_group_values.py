@@ -480,3 +480,46 @@ def test_a_key_of_parts_at_two_scales_is_held_at_the_larger(
         )
         if drain:  # (read at once, the table's values are made doubles first)
             assert pts._scale == (None if big else 2)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_a_part_split_by_key_is_polars_partition(seed: int) -> None:
+    """`_by_key` (numpy's split of a part of numbers, polars' where it holds nulls or is
+    split by config too) gives `partition_by(maintain_order=True)`'s pieces: the keys in
+    the order they first come, each key's rows in order, the same columns and types."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 400))
+    metric_type = (pl.UInt8, pl.UInt16)[seed % 2]
+    keys = int(rng.integers(1, 12))
+    frame = pl.DataFrame(
+        {
+            "value": pl.Series(rng.integers(-5, 5, n), dtype=pl.Int32)
+            if seed % 3
+            else pl.Series(rng.random(n)),
+            "line": pl.Series(np.sort(rng.integers(0, 10_000, n)), dtype=pl.UInt32),
+            "ts": pl.Series(rng.integers(0, 50, n), dtype=pl.UInt16),
+            "metric": pl.Series(
+                rng.integers(0, keys, n) * (300 if seed % 2 else 1), dtype=metric_type
+            ),
+        }
+    )
+    cases = [(frame, ["metric"])]
+    with_null = frame.with_columns(
+        block=pl.Series([None if i % 3 else i for i in range(n)], dtype=pl.Int32)
+    )
+    cases.append((with_null, ["metric"]))
+    cases.append(
+        (
+            frame.with_columns(config=pl.Series(rng.integers(0, 3, n), dtype=pl.UInt8)),
+            ["config", "metric"],
+        )
+    )
+    for f, by in cases:
+        got = group._by_key(f, by)
+        want = f.partition_by(by, maintain_order=True)
+        assert len(got) == len(want)
+        for (config, metric, piece), sub in zip(got, want, strict=True):
+            assert metric == sub["metric"][0]
+            assert config == (sub["config"][0] if "config" in by else None)
+            assert piece.equals(sub.drop(by))
+            assert piece.schema == sub.drop(by).schema

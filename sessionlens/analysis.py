@@ -518,7 +518,8 @@ def _np() -> Any:
 
 
 Key = tuple[str, str, str | None]  # (config, metric, load point)
-Parts = dict[tuple[str, str], list[tuple[str | None, Any]]]  # load points and their positions
+# load points and their positions (None: a load that holds every value, `group.by_load`)
+Parts = dict[tuple[str, str], list[tuple[str | None, Any]]]
 
 
 def _cell_group(
@@ -627,7 +628,7 @@ class _Levels:
             names = tuple(f"{config}#{i + 1}" for i in range(len(found)))
             self.cells[(config, metric, None)] = _Cell(summary, names, found, (), None)
             self.floored[(config, metric, None)] = found
-            self.parts[(config, metric)] = [(None, np.arange(len(found), dtype=np.int64))]
+            self.parts[(config, metric)] = [(None, None)]
         self.steps[metric] = None
         noise = stats.launch_noise([found for found, _ in by_config.values()], None)
         self.noise[metric] = noise

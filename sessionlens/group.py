@@ -1586,13 +1586,15 @@ def _launch_order(name: str) -> tuple[str, int]:
 
 def by_load(
     points: Sequence[Point], loads: Mapping[tuple[str, int], str]
-) -> list[tuple[str | None, npt.NDArray[np.int64]]]:
+) -> list[tuple[str | None, npt.NDArray[np.int64] | None]]:
     """A config's values split by load point (DESIGN §5: never pooled across points): each
-    load (None outside serving blocks) with the positions of its values, in sweep order."""
+    load (None outside serving blocks) with the positions of its values, in sweep order;
+    None for the positions of a load that holds every value (most keys: no array as long
+    as the values, 8 bytes a value, held for each key through the analysis)."""
     import numpy as np
 
     n = len(points)
-    everything = np.arange(n, dtype=np.int64)
+    everything = None
     if not loads or n == 0:
         return [(None, everything)]
     served = {src for src, _ in loads}
@@ -1613,4 +1615,6 @@ def by_load(
     for i, load in enumerate(found):
         groups.setdefault(load, []).append(i)
     ordered = sorted(groups, key=lambda k: (k is not None, _load.order_key(k), k or ""))
+    if len(ordered) == 1:
+        return [(ordered[0], everything)]
     return [(k, np.asarray(groups[k], dtype=np.int64)) for k in ordered]

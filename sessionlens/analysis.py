@@ -11,7 +11,7 @@ import dataclasses
 import math
 import threading
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -539,15 +539,69 @@ def _take(points: Sequence[group.Point], positions: Any) -> Sequence[group.Point
     return [points[i] for i in positions.tolist()]
 
 
+class _Stopped(Exception):
+    """A summary not begun: another one raised first."""
+
+
+class _Summaries:
+    """The cells of a drained table's keys, begun on two threads as each key's values are
+    made (`group.values_by_config`'s `made`), while the main thread makes the next keys'
+    (numpy's sorts and gathers, which let go of the GIL): the summaries no longer wait for
+    every key. A context: on leaving, the cells not begun are cancelled and the threads
+    let go of."""
+
+    def __init__(self, alpha: float, session: Session, enabled: bool) -> None:
+        self.alpha = alpha
+        self.session = session
+        self.pool = (
+            ThreadPoolExecutor(2, thread_name_prefix="sessionlens-summary") if enabled else None
+        )
+        self.begun: dict[tuple[str, str], Future[list[tuple[str | None, Any, _Cell]]]] = {}
+        self.stop = threading.Event()
+
+    def start(self, key: tuple[str, str], points: group.PointList) -> None:
+        if self.pool is not None:
+            self.begun[key] = self.pool.submit(self._one, points)
+
+    def _one(self, points: group.PointList) -> list[tuple[str | None, Any, _Cell]]:
+        # once a summary has raised, the others begin none (as `_cells`' workers)
+        if self.stop.is_set():
+            raise _Stopped
+        try:
+            return _cell_group(points, self.alpha, self.session)
+        except BaseException:
+            self.stop.set()
+            raise
+
+    def __enter__(self) -> _Summaries:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(wait=exc[0] is None, cancel_futures=True)
+
+
 def _cells(
-    values: group.Values, alpha: float, big: bool, session: Session
+    values: group.Values,
+    alpha: float,
+    big: bool,
+    session: Session,
+    early: _Summaries | None = None,
 ) -> tuple[dict[Key, _Cell], Parts]:
     """The cell of every (config, metric, load point). A big session's are made two keys at
     a time: while one is summed (Python, holding the GIL), the next one's values are read
     (polars, one key at a time: `group._ByKey`) and ordered (numpy), which let go of it. The
-    values of two keys at most are in flight."""
+    values of two keys at most are in flight. The cells `early` began as the values were
+    made are taken from it."""
     keys = list(values)
-    if not big:
+    begun = early.begun if early is not None else {}
+    if begun and all(key in begun for key in keys):
+        # the first that raised, in key order (those after it may have stopped: `_Stopped`)
+        for key in keys:
+            if (e := begun[key].exception()) is not None and not isinstance(e, _Stopped):
+                raise e
+        done = [begun[key].result() for key in keys]
+    elif not big:
         done = [_cell_group(values[key], alpha, session) for key in keys]
     else:
         stop = threading.Event()
@@ -768,13 +822,13 @@ def analyze(session: Session, *, consume: bool = False) -> Analysis:
     # the metrics asked for again after their summaries (comparisons, economics, claims)
     keep = _ASKED_AGAIN | {h.metric for h in session.hypotheses}
     big = len(session.columns) > _PARALLEL_FROM  # counted before `consume` drains it
-    values = group.values_by_config(session, keep=keep, consume=consume)
+    alpha = session.alpha
+    with _Summaries(alpha, session, big and consume) as early:
+        values = group.values_by_config(session, keep=keep, consume=consume, made=early.start)
+        cells, parts = _cells(values, alpha, big, session, early)
     names = [c.name for c in session.configs]
     settings = {c.name: session.config_settings(c.name) for c in session.configs}
     diags: list[dg.Diagnostic] = list(session.diagnostics)
-    alpha = session.alpha
-
-    cells, parts = _cells(values, alpha, big, session)
     lv = _Levels(cells, parts, values, session)
     capacities = _capacities(lv, session)
     configs: list[ConfigResult] = []

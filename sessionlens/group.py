@@ -11,7 +11,7 @@ from __future__ import annotations
 import itertools
 import re
 import threading
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, overload
 
 from . import _load, _memory, metrics, stats
@@ -341,7 +341,12 @@ def sources_of(points: Sequence[Point]) -> set[str]:
 HOLD_ALL_ROWS = 1 << 20
 
 
-def values_by_config(session: Session, keep: Collection[str] = (), consume: bool = False) -> Values:
+def values_by_config(
+    session: Session,
+    keep: Collection[str] = (),
+    consume: bool = False,
+    made: Callable[[tuple[str, str], PointList], None] | None = None,
+) -> Values:
     """Values per (config, metric) in file order, DP groups combined per timestamp.
 
     Works on the packed sample table (strings as categoricals, never as string columns),
@@ -356,7 +361,9 @@ def values_by_config(session: Session, keep: Collection[str] = (), consume: bool
     With `consume`, a big table is drained instead (`SampleColumns.drain`): one pass puts
     each part's rows under their key and lets the part go, then each key's values are
     made (DP groups combined) and its rows let go. Every key's values are then held, and
-    the table is empty: for a caller done with the session's samples.
+    the table is empty: for a caller done with the session's samples. `made` is then told
+    of each key's values as soon as they are made (while the next keys are made), in the
+    order of the mapping returned.
     """
     import polars as pl
 
@@ -371,7 +378,7 @@ def values_by_config(session: Session, keep: Collection[str] = (), consume: bool
     multi = multi or columns.folded
     if len(columns) > HOLD_ALL_ROWS:
         if consume:
-            return _drained(columns, multi)
+            return _drained(columns, multi, made)
         return _ByKey(columns, frozenset(keep), combine=multi)
     if not multi:
         frames = columns.frames(categorical=True)  # part by part: memory stays small
@@ -535,7 +542,11 @@ def _doubles(held: Any, scale: int | None) -> Any:
     return held if scale is None else held / 10.0**scale
 
 
-def _drained(columns: SampleColumns, combine: bool) -> dict[tuple[str, str], PointList]:
+def _drained(
+    columns: SampleColumns,
+    combine: bool,
+    made: Callable[[tuple[str, str], PointList], None] | None = None,
+) -> dict[tuple[str, str], PointList]:
     """Every key's values of a table drained part by part (`values_by_config`'s
     `consume`). A part's rows are split by key with only their own columns, their strings
     as the part's codes (what all rows share is added when the key is read, one key at a
@@ -579,11 +590,15 @@ def _drained(columns: SampleColumns, combine: bool) -> dict[tuple[str, str], Poi
             trimmer.step()
             if got is not None:
                 out[key] = lines.shared(got)
+                if made is not None:
+                    made(key, out[key])
                 continue
         parts = [_widened(p, words[p.part], ids) for p in pieces]
         scales = [scale_of(words[p.part]) for p in pieces]
         del pieces
         out[key] = lines.shared(_key_points(parts, key, combine, cache, scales))
+        if made is not None:
+            made(key, out[key])
         del parts
         trimmer.step()
     _memory.trim()  # the last keys' pieces and working arrays

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import shutil
+import threading
 import time
 from pathlib import Path
 
@@ -220,9 +221,9 @@ def test_summaries_on_two_threads_equal_the_sequential_ones(
     calls: list[bool] = []
     real = A._cells
 
-    def spy(values, alpha, big, session):  # type: ignore[no-untyped-def]
+    def spy(values, alpha, big, session, early=None):  # type: ignore[no-untyped-def]
         calls.append(big)
-        return real(values, alpha, big, session)
+        return real(values, alpha, big, session, early)
 
     monkeypatch.setattr(A, "_PARALLEL_FROM", 0)
     monkeypatch.setattr(A, "_cells", spy)
@@ -233,8 +234,50 @@ def test_summaries_on_two_threads_equal_the_sequential_ones(
     assert got.model_dump_json() == analysis.model_dump_json()
 
 
-def test_an_interrupt_stops_the_summaries_not_started(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_summaries_begun_as_a_drained_tables_keys_are_made_equal_the_sequential_ones(
+    analysis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A big session drained (`consume`): each key's summary begins as soon as its values
+    are made, on two threads, and the report is the same."""
     from sessionlens import analysis as A
+    from sessionlens import group
+
+    made_all = threading.Event()  # every key's values made
+    early: list[bool] = []  # per summary: begun before that
+    real_values, real_group = group.values_by_config, A._cell_group
+
+    def values_by_config(*args, **kwargs):  # type: ignore[no-untyped-def]
+        found = real_values(*args, **kwargs)
+        made_all.set()
+        return found
+
+    def cell_group(*args):  # type: ignore[no-untyped-def]
+        early.append(not made_all.is_set())
+        return real_group(*args)
+
+    shared = group._SharedLines.shared
+
+    def slow(self, points):  # type: ignore[no-untyped-def]
+        time.sleep(0.02)  # keys made slower than a summary takes
+        return shared(self, points)
+
+    monkeypatch.setattr(A, "_PARALLEL_FROM", 0)
+    monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+    monkeypatch.setattr(group, "values_by_config", values_by_config)
+    monkeypatch.setattr(group._SharedLines, "shared", slow)
+    monkeypatch.setattr(A, "_cell_group", cell_group)
+    got = analyze(load_session(EXAMPLE), consume=True)
+    assert len(early) > 4
+    assert sum(early) > len(early) // 2
+    assert got.model_dump_json() == analysis.model_dump_json()
+
+
+@pytest.mark.parametrize("consume", [False, True], ids=["held", "drained"])
+def test_an_interrupt_stops_the_summaries_not_started(
+    monkeypatch: pytest.MonkeyPatch, consume: bool
+) -> None:
+    from sessionlens import analysis as A
+    from sessionlens import group
 
     started: list[str] = []
 
@@ -245,12 +288,20 @@ def test_an_interrupt_stops_the_summaries_not_started(monkeypatch: pytest.Monkey
         time.sleep(0.2)
         raise KeyboardInterrupt
 
+    shared = group._SharedLines.shared
+
+    def slow(self, points):  # type: ignore[no-untyped-def]
+        time.sleep(0.05)  # a drained table's keys made while the summaries run
+        return shared(self, points)
+
     monkeypatch.setattr(A, "_PARALLEL_FROM", 0)
     monkeypatch.setattr(A, "_cell", interrupted)
+    monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
+    monkeypatch.setattr(group._SharedLines, "shared", slow)
     session = load_session(EXAMPLE)
-    with pytest.raises(KeyboardInterrupt):
-        analyze(session)
     n_keys = len(set(zip(session.columns.config, session.columns.metric, strict=True)))
+    with pytest.raises(KeyboardInterrupt):
+        analyze(session, consume=consume)
     assert n_keys > 4
     assert len(started) <= 3  # the one interrupted, and what the other thread had begun
 

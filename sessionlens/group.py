@@ -637,11 +637,25 @@ def _by_key(frame: pl.DataFrame, by: list[str]) -> list[tuple[int | None, int, p
     ends = np.cumsum(counts)[present]
     starts = ends - counts[present]
     arrays = {c: frame[c].to_numpy() for c in frame.columns if c not in by}
+    # the keys of one line (a Decode batch line's nine metrics) have the same lines,
+    # timestamps and ranks: held once, as the last keys' arrays (about 7 of a DP log's 11
+    # bytes a row, which the pieces of every key hold from the drain to the key's turn)
+    recent: dict[str, list[npt.NDArray[Any]]] = {c: [] for c in arrays if c != "value"}
     out = []
     # a key's first row is the first of its run in the stable order
     for k in np.argsort(order[starts], kind="stable").tolist():
         rows = order[starts[k] : ends[k]]
-        out.append((None, int(present[k]), pl.DataFrame({c: a[rows] for c, a in arrays.items()})))
+        cols = {}
+        for c, a in arrays.items():
+            got = a[rows]
+            if c in recent:
+                same = next((h for h in recent[c] if np.array_equal(h, got)), None)
+                if same is None:
+                    recent[c] = [got, *recent[c][: _SharedLines.RECENT - 1]]
+                else:
+                    got = same
+            cols[c] = got
+        out.append((None, int(present[k]), pl.DataFrame(cols)))
     return out
 
 
@@ -649,11 +663,11 @@ class _SharedLines:
     """One array of line numbers for the keys read from the same lines: a Decode batch
     line's nine metrics, a vLLM engine line's six, each held the same line numbers (a 1 GB
     SWA log's report: 41 million points, 160 MB of line numbers, 40 MB once shared). A
-    key's lines equal to those of one of the last `_RECENT` keys (keys come in the order
+    key's lines equal to those of one of the last `RECENT` keys (keys come in the order
     first met: a line's metrics one after another) are held as that one's array. Shared
     arrays are made read-only (nothing writes a key's lines)."""
 
-    _RECENT = 4
+    RECENT = 4
 
     def __init__(self) -> None:
         self.recent: list[npt.NDArray[Any]] = []
@@ -667,7 +681,7 @@ class _SharedLines:
                 points._lines = held
                 return points
         mine.flags.writeable = False
-        self.recent = [mine, *self.recent[: self._RECENT - 1]]
+        self.recent = [mine, *self.recent[: self.RECENT - 1]]
         return points
 
 

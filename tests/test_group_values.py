@@ -523,3 +523,22 @@ def test_a_part_split_by_key_is_polars_partition(seed: int) -> None:
             assert config == (sub["config"][0] if "config" in by else None)
             assert piece.equals(sub.drop(by))
             assert piece.schema == sub.drop(by).schema
+    # every line's metrics in turn (a Decode batch line's): their pieces share the lines,
+    # timestamps and ranks (one array each), and hold values of their own
+    lines = np.repeat(np.arange(n, dtype=np.uint32), 3)
+    turn = pl.DataFrame(
+        {
+            "value": pl.Series(rng.integers(0, 9, 3 * n), dtype=pl.Int32),
+            "line": lines,
+            "ts": (lines // 4).astype(np.uint16),
+            "metric": pl.Series(np.tile([5, 2, 7], n), dtype=pl.UInt8),
+        }
+    )
+    split = group._by_key(turn, ["metric"])
+    assert [m for _, m, _ in split] == [5, 2, 7]  # as first met
+    pieces = [piece for _, _, piece in split]
+    for piece in pieces:
+        assert piece["line"].to_list() == list(range(n))
+    for c in ("line", "ts"):
+        assert len({piece[c].to_numpy().ctypes.data for piece in pieces}) == 1
+    assert len({piece["value"].to_numpy().ctypes.data for piece in pieces}) == 3

@@ -613,9 +613,9 @@ def _by_key(frame: pl.DataFrame, by: list[str]) -> list[tuple[int | None, int, p
     A part of numbers without nulls split by its metric codes (what the fast paths' parts
     are) is split by numpy: the pieces live in the C heap, where the drained table lived,
     and `_memory.trim` hands the pages of both back at once. Pieces in polars' buffers
-    were made on its threads' arenas, which keep freed pages half a second and more: a
-    1 GB SWA log's report held its table and its pieces again that way (800 MB) while its
-    keys were summarised."""
+    stayed in its allocator once freed, which hands pages back half a second and more
+    later: a 1 GB SWA log's report held its table and its pieces again that way (800 MB)
+    while its keys were summarised."""
     import numpy as np
     import polars as pl
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -544,13 +544,14 @@ class _Stopped(Exception):
 
 
 class _Summaries:
-    """The cells of a drained table's keys, begun on two threads as each key's values are
-    made (`group.values_by_config`'s `made`), while the main thread makes the next keys'
-    (numpy's sorts and gathers, which let go of the GIL): the summaries no longer wait for
-    every key. A context: on leaving, the cells not begun are cancelled and the threads
-    let go of."""
+    """The cells of keys summarised on two threads (a big session's), each begun as soon as
+    its values can be had: as a drained table's keys are made (`made`, while the main thread
+    makes the next keys' with numpy, which lets go of the GIL), or read key by key in the
+    worker (`group._ByKey`: polars, which lets go of it too). Once a summary has raised, the
+    others begin none. A context: on leaving, the cells not begun are cancelled and the
+    threads let go of."""
 
-    def __init__(self, alpha: float, session: Session, enabled: bool) -> None:
+    def __init__(self, alpha: float, session: Session, enabled: bool = True) -> None:
         self.alpha = alpha
         self.session = session
         self.pool = (
@@ -559,19 +560,31 @@ class _Summaries:
         self.begun: dict[tuple[str, str], Future[list[tuple[str | None, Any, _Cell]]]] = {}
         self.stop = threading.Event()
 
-    def start(self, key: tuple[str, str], points: group.PointList) -> None:
+    def start(self, key: tuple[str, str], get: Callable[[], Sequence[group.Point]]) -> None:
+        """Summarise the values `get` gives, on a worker."""
         if self.pool is not None:
-            self.begun[key] = self.pool.submit(self._one, points)
+            self.begun[key] = self.pool.submit(self._one, get)
 
-    def _one(self, points: group.PointList) -> list[tuple[str | None, Any, _Cell]]:
-        # once a summary has raised, the others begin none (as `_cells`' workers)
-        if self.stop.is_set():
+    def made(self, key: tuple[str, str], points: group.PointList) -> None:
+        """A key's values, made (`group.values_by_config`'s `made`)."""
+        self.start(key, lambda: points)
+
+    def _one(self, get: Callable[[], Sequence[group.Point]]) -> list[tuple[str | None, Any, _Cell]]:
+        if self.stop.is_set():  # another summary raised: a worker begins no other
             raise _Stopped
         try:
-            return _cell_group(points, self.alpha, self.session)
+            return _cell_group(get(), self.alpha, self.session)
         except BaseException:
             self.stop.set()
             raise
+
+    def results(self, keys: list[tuple[str, str]]) -> list[list[tuple[str | None, Any, _Cell]]]:
+        """The keys' cells in order; the first exception in key order raised (the workers
+        take the keys in order, so those stopped come after it)."""
+        for key in keys:
+            if (e := self.begun[key].exception()) is not None and not isinstance(e, _Stopped):
+                raise e
+        return [self.begun[key].result() for key in keys]
 
     def __enter__(self) -> _Summaries:
         return self
@@ -594,38 +607,15 @@ def _cells(
     values of two keys at most are in flight. The cells `early` began as the values were
     made are taken from it."""
     keys = list(values)
-    begun = early.begun if early is not None else {}
-    if begun and all(key in begun for key in keys):
-        # the first that raised, in key order (those after it may have stopped: `_Stopped`)
-        for key in keys:
-            if (e := begun[key].exception()) is not None and not isinstance(e, _Stopped):
-                raise e
-        done = [begun[key].result() for key in keys]
+    if early is not None and early.begun and all(key in early.begun for key in keys):
+        done = early.results(keys)
     elif not big:
         done = [_cell_group(values[key], alpha, session) for key in keys]
     else:
-        stop = threading.Event()
-
-        def one(key: tuple[str, str]) -> list[tuple[str | None, Any, _Cell]] | None:
-            # once a summary has raised, a worker starts no other (it would pick up the next
-            # key before the pool's futures are cancelled); keys are taken in order, so the
-            # map meets the raised one before any skipped one
-            if stop.is_set():
-                return None
-            try:
-                return _cell_group(values[key], alpha, session)
-            except BaseException:
-                stop.set()
-                raise
-
-        pool = ThreadPoolExecutor(2, thread_name_prefix="sessionlens-summary")
-        try:
-            found_all = list(pool.map(one, keys))
-        except BaseException:  # an interrupt (or an error): the summaries not started are not
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-        pool.shutdown()
-        done = [f for f in found_all if f is not None]
+        with _Summaries(alpha, session) as summaries:
+            for key in keys:
+                summaries.start(key, lambda key=key: values[key])  # type: ignore[misc]
+            done = summaries.results(keys)
     cells: dict[Key, _Cell] = {}
     parts: Parts = {}
     for key, found in zip(keys, done, strict=True):
@@ -824,7 +814,7 @@ def analyze(session: Session, *, consume: bool = False) -> Analysis:
     big = len(session.columns) > _PARALLEL_FROM  # counted before `consume` drains it
     alpha = session.alpha
     with _Summaries(alpha, session, big and consume) as early:
-        values = group.values_by_config(session, keep=keep, consume=consume, made=early.start)
+        values = group.values_by_config(session, keep=keep, consume=consume, made=early.made)
         cells, parts = _cells(values, alpha, big, session, early)
     names = [c.name for c in session.configs]
     settings = {c.name: session.config_settings(c.name) for c in session.configs}

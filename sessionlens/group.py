@@ -580,27 +580,27 @@ def _drained(
 
     out: dict[tuple[str, str], PointList] = {}
     cache = _GroupCache()
-    lines = _SharedLines()
+    lines = _Recent()
     # the keys' working arrays, freed, not kept beside the next's (once they add up)
     trimmer = _memory.Trimmer()
     for key in list(held):
         pieces = held.pop(key)
+        got = None
         if ids is not None:
             got = _combined_pieces(pieces, words, ids, key[1], cache)
             trimmer.step()
-            if got is not None:
-                out[key] = lines.shared(got)
-                if made is not None:
-                    made(key, out[key])
-                continue
-        parts = [_widened(p, words[p.part], ids) for p in pieces]
-        scales = [scale_of(words[p.part]) for p in pieces]
-        del pieces
-        out[key] = lines.shared(_key_points(parts, key, combine, cache, scales))
+        if got is None:
+            parts = [_widened(p, words[p.part], ids) for p in pieces]
+            scales = [scale_of(words[p.part]) for p in pieces]
+            del pieces
+            got = _key_points(parts, key, combine, cache, scales)
+            del parts
+            trimmer.step()
+        # keys read from the same lines hold one array of line numbers
+        got._lines = lines.held(got._lines)
+        out[key] = got
         if made is not None:
-            made(key, out[key])
-        del parts
-        trimmer.step()
+            made(key, got)
     _memory.trim()  # the last keys' pieces and working arrays
     return out
 
@@ -640,49 +640,38 @@ def _by_key(frame: pl.DataFrame, by: list[str]) -> list[tuple[int | None, int, p
     # the keys of one line (a Decode batch line's nine metrics) have the same lines,
     # timestamps and ranks: held once, as the last keys' arrays (about 7 of a DP log's 11
     # bytes a row, which the pieces of every key hold from the drain to the key's turn)
-    recent: dict[str, list[npt.NDArray[Any]]] = {c: [] for c in arrays if c != "value"}
+    recent = {c: _Recent() for c in arrays if c != "value"}
     out = []
     # a key's first row is the first of its run in the stable order
     for k in np.argsort(order[starts], kind="stable").tolist():
         rows = order[starts[k] : ends[k]]
-        cols = {}
-        for c, a in arrays.items():
-            got = a[rows]
-            if c in recent:
-                same = next((h for h in recent[c] if np.array_equal(h, got)), None)
-                if same is None:
-                    recent[c] = [got, *recent[c][: _SharedLines.RECENT - 1]]
-                else:
-                    got = same
-            cols[c] = got
+        cols = {c: recent[c].held(a[rows]) if c in recent else a[rows] for c, a in arrays.items()}
         out.append((None, int(present[k]), pl.DataFrame(cols)))
     return out
 
 
-class _SharedLines:
-    """One array of line numbers for the keys read from the same lines: a Decode batch
-    line's nine metrics, a vLLM engine line's six, each held the same line numbers (a 1 GB
-    SWA log's report: 41 million points, 160 MB of line numbers, 40 MB once shared). A
-    key's lines equal to those of one of the last `RECENT` keys (keys come in the order
-    first met: a line's metrics one after another) are held as that one's array. Shared
-    arrays are made read-only (nothing writes a key's lines)."""
+class _Recent:
+    """Arrays held once where keys read from the same lines would hold equal ones: a Decode
+    batch line's nine metrics, a vLLM engine line's six have the same line numbers (a 1 GB
+    SWA log's report: 41 million points, 160 MB of line numbers, 40 MB once shared), and
+    in a drained part the same timestamps and ranks. An array equal to one of the last
+    `RECENT` kept (keys come in the order first met: a line's metrics one after another)
+    is given as that one. Kept arrays are made read-only (nothing writes them)."""
 
     RECENT = 4
 
     def __init__(self) -> None:
-        self.recent: list[npt.NDArray[Any]] = []
+        self.kept: list[npt.NDArray[Any]] = []
 
-    def shared(self, points: PointList) -> PointList:
+    def held(self, mine: npt.NDArray[Any]) -> npt.NDArray[Any]:
         import numpy as np
 
-        mine = points._lines
-        for held in self.recent:
+        for held in self.kept:
             if held.dtype == mine.dtype and held.shape == mine.shape and np.array_equal(held, mine):
-                points._lines = held
-                return points
+                return held
         mine.flags.writeable = False
-        self.recent = [mine, *self.recent[: self.RECENT - 1]]
-        return points
+        self.kept = [mine, *self.kept[: self.RECENT - 1]]
+        return mine
 
 
 class _Held(NamedTuple):
@@ -1623,14 +1612,13 @@ def by_load(
     import numpy as np
 
     n = len(points)
-    everything = None
     if not loads or n == 0:
-        return [(None, everything)]
+        return [(None, None)]
     served = {src for src, _ in loads}
     if isinstance(points, PointList):
         names, codes, blocks = points._names, points._sources, points._blocks
         if blocks is None or not served & set(names):
-            return [(None, everything)]
+            return [(None, None)]
         wanted = {k for k, name in enumerate(names) if name in served}
         mask = np.isin(codes, list(wanted))
         found: list[str | None] = [None] * n
@@ -1645,5 +1633,5 @@ def by_load(
         groups.setdefault(load, []).append(i)
     ordered = sorted(groups, key=lambda k: (k is not None, _load.order_key(k), k or ""))
     if len(ordered) == 1:
-        return [(ordered[0], everything)]
+        return [(ordered[0], None)]
     return [(k, np.asarray(groups[k], dtype=np.int64)) for k in ordered]

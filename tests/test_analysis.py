@@ -255,16 +255,16 @@ def test_summaries_begun_as_a_drained_tables_keys_are_made_equal_the_sequential_
         early.append(not made_all.is_set())
         return real_group(*args)
 
-    shared = group._SharedLines.shared
+    made = A._Summaries.made
 
-    def slow(self, points):  # type: ignore[no-untyped-def]
+    def slow(self, key, points):  # type: ignore[no-untyped-def]
         time.sleep(0.02)  # keys made slower than a summary takes
-        return shared(self, points)
+        return made(self, key, points)
 
     monkeypatch.setattr(A, "_PARALLEL_FROM", 0)
     monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
     monkeypatch.setattr(group, "values_by_config", values_by_config)
-    monkeypatch.setattr(group._SharedLines, "shared", slow)
+    monkeypatch.setattr(A._Summaries, "made", slow)
     monkeypatch.setattr(A, "_cell_group", cell_group)
     got = analyze(load_session(EXAMPLE), consume=True)
     assert len(early) > 4
@@ -288,16 +288,16 @@ def test_an_interrupt_stops_the_summaries_not_started(
         time.sleep(0.2)
         raise KeyboardInterrupt
 
-    shared = group._SharedLines.shared
+    made = A._Summaries.made
 
-    def slow(self, points):  # type: ignore[no-untyped-def]
+    def slow(self, key, points):  # type: ignore[no-untyped-def]
         time.sleep(0.05)  # a drained table's keys made while the summaries run
-        return shared(self, points)
+        return made(self, key, points)
 
     monkeypatch.setattr(A, "_PARALLEL_FROM", 0)
     monkeypatch.setattr(A, "_cell", interrupted)
     monkeypatch.setattr(group, "HOLD_ALL_ROWS", 0)
-    monkeypatch.setattr(group._SharedLines, "shared", slow)
+    monkeypatch.setattr(A._Summaries, "made", slow)
     session = load_session(EXAMPLE)
     n_keys = len(set(zip(session.columns.config, session.columns.metric, strict=True)))
     with pytest.raises(KeyboardInterrupt):

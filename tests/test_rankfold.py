@@ -346,3 +346,38 @@ def test_a_source_read_again_lets_go_of_its_first_reading(
     got = session._parse_file(log, "cfg", "a.log", SampleColumns(), None, lambda n: None, True)
     assert got is not None
     assert alive_at_second == [False]
+
+
+def _ranges_one_metric(ts: list[int], masks: list[int]) -> list[tuple[int, int, int]]:
+    """A metric's made groups as ranges, written plainly: per timestamp the ranks every
+    group there held (0 where they differ), neighbouring timestamps of one mask joined."""
+    per: dict[int, set[int]] = {}
+    for t, k in zip(ts, masks, strict=True):
+        per.setdefault(t, set()).add(k)
+    out: list[tuple[int, int, int]] = []
+    for t in sorted(per):
+        mask = next(iter(per[t])) if len(per[t]) == 1 else 0
+        if out and out[-1][2] == mask:
+            out[-1] = (out[-1][0], t, mask)
+        else:
+            out.append((t, t, mask))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_made_groups_of_every_metric_become_ranges_at_once(seed: int) -> None:
+    """`_made_ranges` gives, metric by metric, the ranges each metric's groups alone give
+    (groups in any order, timestamps repeated, ranks that differ at a timestamp)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 300))
+    m = rng.integers(0, int(rng.integers(1, 8)), n).astype(np.int64)
+    ts = (rng.integers(0, int(rng.integers(1, 60)), n) + (1 << 40)).astype(np.int64)
+    masks = rng.choice(np.array([1, 3, 255, 1 << 63], np.uint64), n)
+    rm, lo, hi, mask = _rankfold._made_ranges(m, ts, masks)
+    got = list(zip(rm.tolist(), lo.tolist(), hi.tolist(), mask.tolist(), strict=True))
+    want = [
+        (mi, a, b, k)
+        for mi in sorted(set(m.tolist()))
+        for a, b, k in _ranges_one_metric(ts[m == mi].tolist(), masks[m == mi].tolist())
+    ]
+    assert got == want

@@ -367,7 +367,6 @@ def test_each_regex_is_searched_only_where_its_literal_is() -> None:
         # V0's cumulative counters without its own count of speculative tokens (the reader
         # takes the config's then)
         "INFO 10-21 14:01:45 metrics.py:367] Speculative metrics: Draft acceptance rate: 0.587, System efficiency: 0.541, Number of accepted tokens: 1320, Number of draft tokens: 2250, Number of emitted tokens: 1623.",
-        "INFO 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: 1.0 tokens/s, Widgets: 3",
         "INFO 11-14 09:00:00 [loggers.py:80] Avg prompt throughput: 1.0 tokens/s — ü",
     ],
 )
@@ -585,6 +584,50 @@ def test_kv_fetch_counts_are_read_in_bulk(tmp_path: Path, monkeypatch: pytest.Mo
         )
     rows = same_in_bulk(tmp_path / "kv-fetch.log", lines, monkeypatch, (3000, 1 << 20))
     assert rows >= 400 - 8
+
+
+def test_lines_with_fields_not_known_are_read_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A version's new field (`Waiting for KV: 2 reqs`, unknown to the reader) is noted once
+    a file, at its first line, and a line of that layout is then read as any other: learned,
+    the line that notes it fed, the rest read in bulk. A second field first met later (a
+    second layout), in engine and spec lines alike, is noted at its own first line; idle
+    intervals of the new layout are told as before."""
+    rng = random.Random(11)
+    lines = []
+    for k in range(600):
+        ts = f"11-14 09:{k // 60 % 60:02d}:{k % 60:02d}"
+        extra = f"Waiting for KV: {rng.randint(0, 3)} reqs, "
+        if k >= 300:
+            extra += f"Swapped to CPU: {rng.randint(0, 9)} reqs, "
+        running = 0 if k % 50 == 7 else rng.randint(1, 64)
+        gen = 0.0 if running == 0 else rng.uniform(1, 999)
+        lines.append(
+            f"(APIServer pid=1) INFO {ts} [loggers.py:236] Engine 00{k % 2}: Avg prompt "
+            f"throughput: {0.0 if running == 0 else rng.uniform(0, 999):.1f} tokens/s, Avg "
+            f"generation throughput: {gen:.1f} tokens/s, {extra}Running: {running} reqs, "
+            f"Waiting: 0 reqs, GPU KV cache usage: {rng.uniform(0, 99):.1f}%, Prefix cache "
+            "hit rate: 12.5%"
+        )
+        if k % 3 == 0:
+            lines.append(
+                f"(APIServer pid=1) INFO {ts} [metrics.py:96] SpecDecoding metrics: Mean "
+                f"acceptance length: {rng.uniform(1, 3):.2f}, Accepted throughput: "
+                f"{rng.uniform(1, 99):.2f} tokens/s, Drafted throughput: {rng.uniform(99, 199):.2f}"
+                f" tokens/s, Accepted: {rng.randint(1, 99)} tokens, Drafted: "
+                f"{rng.randint(100, 199)} tokens, Tree depth: {rng.randint(1, 5)}, Per-position "
+                f"acceptance rate: {rng.random():.3f}, {rng.random():.3f}, Avg Draft "
+                f"acceptance rate: {rng.uniform(0, 99):.1f}%"
+            )
+    path = tmp_path / "new-field.log"
+    rows = same_in_bulk(path, lines, monkeypatch, (3000, 1 << 20))
+    assert rows >= len(lines) - 24  # matched a layout, not fed
+    notes = [n for n in parse(path, monkeypatch, fast=True)[4] if "[unknown-field]" in n]
+    assert len(notes) == 3, notes
+    assert [n.split(":")[1] for n in notes] == ["1", "2", "401"], notes
+    assert "Waiting for KV" in notes[0]
+    assert "Swapped to CPU" in notes[2]
 
 
 @pytest.mark.parametrize("engine", ["V1 ", ""])

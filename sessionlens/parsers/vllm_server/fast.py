@@ -69,7 +69,8 @@ if TYPE_CHECKING:
 # - an iteration-details or diffusion line of a kind already said is counted;
 # - any other line holding one of the words goes to `feed`, and so does a line that would
 #   change the reader's state beyond counts: a setting said once (the aggregated engines, the
-#   KV cache device), a kind of line first said, a spec line whose mean acceptance length
+#   KV cache device), a kind of line first said, a field the reader does not know first
+#   met (its note: a layout may hold such fields), a spec line whose mean acceptance length
 #   first tells (or first contradicts) whether it counts the bonus token;
 # - a spec or V0 prefix-cache line's engine and idle state are those of the engine line
 #   before it, read in bulk or fed; a spec line whose values print `nan` (an idle
@@ -161,6 +162,9 @@ class _Layout:
     # rank's value before it, and the mean acceptance length that gives (`_cumulative`)
     counters: tuple[tuple[str, int], ...] = ()
     k_num: int = -1
+    # the reader's tags of the fields it does not know (`Reader._unknown_field`: noted once
+    # a file, each): a line of the layout that would note one first is fed
+    unknown: frozenset[str] = frozenset()
 
 
 # ---------------------------------------------------------------------- learning
@@ -186,6 +190,20 @@ def _read_alone(text: str, idle: bool = False) -> tuple[list[Record], dict[str, 
     reader._idle = idle
     records = list(reader.feed(Line(1, text)))
     return records + list(ctx.diagnostics), dict(ctx.counts)
+
+
+def _read_noting(
+    text: str, idle: bool = False
+) -> tuple[list[Record], dict[str, int], frozenset[str]]:
+    """`_read_alone`, with the unknown fields' notes left out and their tags given apart
+    (those notes come once a file: the walk feeds the line that would give one first)."""
+    ctx = ParseContext(file="")
+    reader = _steady(ctx)
+    reader._idle = idle
+    records = list(reader.feed(Line(1, text)))
+    notes = [d for d in ctx.diagnostics if d.code != "unknown-field"]
+    tags = frozenset(reader._unknown) if len(notes) < len(ctx.diagnostics) else frozenset()
+    return records + notes, dict(ctx.counts), tags
 
 
 def _nan_idle(
@@ -293,10 +311,13 @@ def _learn(text: str) -> _Layout | None:
                 return None
             rank = tags[-1].span("tag")
     # which number each sample is: read copies whose values all differ (none 0)
+    unknown = _read_noting(text)[2]
     for seed in range(3):
         copy = _renumbered(text, nums, value_nums, seed)
-        records, counts = _read_alone(copy)
+        records, counts, noted = _read_noting(copy)
         if counts != {_KINDS[kind]: 1} or not all(isinstance(r, Sample) for r in records):
+            return None
+        if noted != unknown:
             return None
         outputs = _outputs(records, copy, nums)
         if outputs is not None:
@@ -323,6 +344,7 @@ def _learn(text: str) -> _Layout | None:
         idle=None,
         aggregated=kind == _ENGINE and any(_AGGREGATED.finditer(text, 0, marker + 1)),
         kv=kind == _ENGINE and "kv_cache_usage" in metrics,
+        unknown=unknown,
     )
     if kind == _ENGINE:
         idle = _idle_numbers(text, nums, outputs)
@@ -617,7 +639,7 @@ def _idle_numbers(
         out.append(text[pos : n.start()])
         out.append(re.sub(r"[0-9]", "0", n.group()) if k in activity else n.group())
         pos = n.end()
-    records, counts = _read_alone("".join(out) + text[pos:])
+    records, counts, _ = _read_noting("".join(out) + text[pos:])  # (its layout's notes)
     if records or counts != {"engine": 1, "idle": 1}:
         return None
     return tuple(sorted(activity))
@@ -996,6 +1018,7 @@ class ChunkRun:
                 (lay.aggregated and "aggregated_engines" not in done)
                 or (lay.kv and "kv_cache_device" not in done)
                 or (lay.v0_title and reader._engine_v0 is True)  # then cumulative counters
+                or not lay.unknown <= reader._unknown  # a field not known, noted first
             )
             if fed:
                 at = int(np.searchsorted(rows, a))

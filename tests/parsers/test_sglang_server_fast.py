@@ -822,7 +822,7 @@ def test_polars_splits_lines_as_the_line_reader_does(monkeypatch: pytest.MonkeyP
     "line",
     [
         "[2026-01-01 10:00:00 TP0] Decode batch, #running-req: 1, token usage: 0.1",  # decimals
-        "[2026-01-01 10:00:00 TP0] Decode batch, #running-req: 1, #widgets: 2",  # unknown key
+        "[2026-01-01 10:00:00 TP0] Decode batch, #running-req: 1, #widgets: 2 [a]",  # odd value
         "[2026-01-01 10:00:00 TP0] Decode batch, #running-req: nan",  # not a plain number
         "[2026-01-01 10:00:00 TP0 TP1] Decode batch, #running-req: 1",  # a tag twice
         "INFO [ TP0 x.py:1] Decode batch, #running-req: 1",  # a prefix with no timestamp
@@ -1108,6 +1108,48 @@ def test_values_below_zero_are_read_in_bulk_once_only_tallied(
     assert counts["impossible-value"] > 4 * 100
     # those 40 lines and the first ones that settle the TP-rank state and the layouts
     assert len(fed) < 120, len(fed)
+
+
+def test_fields_not_known_are_read_in_bulk_once_noted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A newer version's fields (`spec draft time: 0.42`, `mode: decode`), unknown to the
+    reader, on every TP rank: the reader notes each key at its first line and counts every
+    occurrence; the chunk path learns the layout, feeds the line that notes a key first and
+    counts the rest in bulk. A second key first met later (another layout), a key printed in
+    Decode and Prefill lines, and more keys than the reader notes (`_MAX_UNKNOWN_NOTES`):
+    the same through both paths, and read in bulk."""
+    rng = random.Random(12)
+    lines = []
+    for k in range(600):
+        ts = f"2026-10-30 15:{k // 60 % 60:02d}:{k % 60:02d}"
+        extra = f"spec draft time: {rng.uniform(0, 2):.2f}, mode: {rng.choice(['decode', 'x'])}, "
+        if k >= 300:
+            extra += f"#pinned-{k // 10}: {rng.randint(0, 9)}, "  # a key every 10 lines: 30
+        for rank in range(4):
+            running = 0 if k % 40 == 3 else rng.randint(1, 30)
+            lines.append(
+                f"[{ts} TP{rank}] Decode batch, #running-req: {running}, #token: "
+                f"{rng.randint(0, 9999)}, token usage: {rng.random():.2f}, {extra}gen throughput "
+                f"(token/s): {rng.uniform(0, 999):.2f}, #queue-req: 0, "
+            )
+        if k % 7 == 0:
+            lines.append(
+                f"[{ts} TP0] Prefill batch, #new-seq: 1, #new-token: {rng.randint(1, 999)}, "
+                f"#cached-token: 0, token usage: 0.01, spec draft time: 0.00, #running-req: 3, "
+                "#queue-req: 0, "
+            )
+    path = tmp_path / "new-fields.log"
+    rows = same_in_bulk(path, lines, monkeypatch, (3000, 1 << 20))
+    assert rows > 600
+    fed = rows_fed(monkeypatch)
+    _, _, counts, _, notes, _, _ = parse(path, monkeypatch, fast=True)
+    noted = [n for n in notes if "[unknown-field]" in n]
+    assert len(noted) == R._MAX_UNKNOWN_NOTES, noted  # of 32 keys, the first 20
+    assert counts["unknown-field"] == sum(
+        x.count("spec draft time") + x.count("mode: ") + x.count("#pinned-") for x in lines
+    )
+    assert len(fed) < 150, len(fed)
 
 
 @pytest.mark.parametrize(

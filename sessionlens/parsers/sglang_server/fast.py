@@ -69,6 +69,9 @@ if TYPE_CHECKING:
 # - a value printed below zero (`#full token: -12`) is a value shape of its own, which gives
 #   no sample: its lines go to `feed` until the reader has given all its diagnostics for
 #   that field (`_MAX_BAD_NOTES`), and are tallied in bulk from then on;
+# - a field the reader does not know (a newer version's) is part of a layout, its value
+#   pinned to a plain shape: a line that would have a key noted goes to `feed`, the others
+#   are counted in bulk (`unknown-field`);
 # - the TP-rank rule is applied in bulk only in its steady state (the emitting rank of a
 #   group known and nothing held back); any other batch line goes to `feed`;
 # - from a benchmark run's start on, `feed` hands every line to the run's block reader: the
@@ -106,6 +109,9 @@ _TS_SHAPES = {
 _INT_SHAPE = re.compile(r"[0-9]{1,15}")
 _DEC_SHAPE = re.compile(r"[0-9]{1,15}\.(?P<d>[0-9]{1,15})")
 _ZERO = r"0{1,15}(?:\.0{1,15})?"
+# the value of a field the reader does not know, as a layout pins it: a number, a flag or a
+# word, without the `, `, `[`, `=` or `:` that would make the reader split or key it otherwise
+_UNKNOWN_VALUE = r"[A-Za-z0-9_.%+-]{1,40}"
 _ZERO_SIGNED = (r"0{{1,15}}(?:\.0{{1,15}})?", r"0{{1,15}}\.0{{{d},15}}")  # without, with decimals
 # What the bulk TP-rank rule decides for a (kind, rank) of a run (`ranks.Ranks.decide`).
 _DUP, _EMIT, _PLAIN, _FEED = ranks.DUP, ranks.EMIT, ranks.PLAIN, ranks.FEED
@@ -137,6 +143,10 @@ class _Layout:
     # fields printed below zero (`#full token: -12`): no sample, a diagnostic for each of
     # the first `_MAX_BAD_NOTES` of a field, then a tally; the reader's `_bad` keys of them
     bad: tuple[tuple[str, str, str], ...] = ()
+    # fields the reader does not know (a newer version's), each key as the reader names it,
+    # once per field printed: counted on every line, noted at a key's first line
+    # (`Reader._unknown_field`; the line that would note one is fed)
+    unknown: tuple[str, ...] = ()
 
 
 def _learn(text: str) -> _Layout | None:
@@ -181,6 +191,7 @@ def _learn(text: str) -> _Layout | None:
     prev_key = ""  # the key of a `key: sub=N` item, for the `sub=N` items after it
     bad: list[tuple[str, str, str]] = []  # (kind, key as `_field` names it, code)
     bad_groups: set[int] = set()
+    unknown: list[str] = []  # keys of fields the reader does not know, as it names them
     for i, item in enumerate(items):
         if not item:
             if i == len(items) - 1 and i > 0:
@@ -210,7 +221,21 @@ def _learn(text: str) -> _Layout | None:
             if spec is None or spec[3] in ("bool", "pct", "skip"):
                 return None
         elif spec is None:
-            return None
+            # a field the reader does not know: noted once, counted on every line, its value
+            # ignored (`Reader._field`); the value pinned to a shape it reads alike
+            shown = item[:sep].strip()
+            if (
+                sep == 0
+                or not shown
+                or ": " in item[:sep]
+                or _FIELDS.get(shown.lower()) is not None
+                or re.fullmatch(_UNKNOWN_VALUE, raw) is None
+            ):
+                return None
+            pieces.append(_rx(lead) + _UNKNOWN_VALUE)
+            unknown.append(shown)
+            prev_key = ""
+            continue
         else:
             prev_key = ""
             shown = item[:sep]
@@ -322,6 +347,7 @@ def _learn(text: str) -> _Layout | None:
             m.end() if any(c.isdigit() for c in tail_text) else 0,
         ),
         bad=tuple(bad),
+        unknown=tuple(unknown),
     )
 
 
@@ -400,6 +426,7 @@ class Fast:
         self.sink = sink
         self.layouts: list[_Layout] = []
         self.bad = False  # whether a layout reads a value below zero (`_Layout.bad`)
+        self.unknown = False  # whether a layout holds a field not known (`_Layout.unknown`)
         self.index: dict[str, int] = {}  # layout pattern -> its place in `layouts`
         self.metrics: list[str] = []  # metric names of the layouts' outputs
         self.metric_ids: list[tuple[int, ...]] = []  # per layout: its outputs' metric ids
@@ -475,6 +502,7 @@ class Fast:
         self.metric_ids.append(tuple(ids))
         self.hits.append(0)
         self.bad = self.bad or bool(layout.bad)
+        self.unknown = self.unknown or bool(layout.unknown)
         self.layouts.append(layout)
         self.index[layout.pattern] = len(self.layouts) - 1  # published last
         return layout
@@ -950,6 +978,8 @@ class ChunkRun:
             return _FEED, None  # its first line sets `accept_len_counts_bonus`
         if not all(self.r.bad_tallied(key) for key in layout.bad):
             return _FEED, None  # a value below zero the reader still gives a diagnostic for
+        if layout.unknown and self.r.notes_unknown(layout.unknown):
+            return _FEED, None  # a field not known that the reader still notes
         rank, nums = rank_of(tags)
         return self.r.ranks.decide("decode" if is_dec else "prefill", rank, nums, taken)
 
@@ -979,6 +1009,12 @@ class ChunkRun:
             for li in np.flatnonzero(per_layout).tolist():
                 for key in self.f.layouts[li].bad:
                     self.r.tally_bad(key, int(per_layout[li]))
+        if self.f.unknown and len(pos):
+            # fields not known, past their notes: counted (`_decide` fed the others)
+            per_field = np.array([len(x.unknown) for x in self.f.layouts], np.int64)
+            n = int(per_field[self.b_layout[pos]].sum())
+            if n:
+                ctx.count("unknown-field", n)
         for facts, rows in seg.emitting.values():
             n = int(np.searchsorted(rows, upto))
             if not n:

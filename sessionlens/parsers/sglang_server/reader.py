@@ -531,6 +531,11 @@ class Reader:
         seen, first = self._bad[key]
         self._bad[key] = (seen + n, first)
 
+    def notes_unknown(self, keys: tuple[str, ...]) -> bool:
+        """Whether a line holding fields not known by these keys would have one noted
+        (`_unknown_field`), not only counted."""
+        return len(self._unknown) < _MAX_UNKNOWN_NOTES and not self._unknown.issuperset(keys)
+
     def _unknown_field(self, ln: Line, key: str, kind: str) -> None:
         self.ctx.count("unknown-field")
         if key not in self._unknown and len(self._unknown) < _MAX_UNKNOWN_NOTES:

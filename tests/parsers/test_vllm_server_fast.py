@@ -11,9 +11,11 @@ from __future__ import annotations
 import math
 import random
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 from sessionlens import _lines
@@ -628,6 +630,56 @@ def test_lines_with_fields_not_known_are_read_in_bulk(
     assert [n.split(":")[1] for n in notes] == ["1", "2", "401"], notes
     assert "Waiting for KV" in notes[0]
     assert "Swapped to CPU" in notes[2]
+
+
+def test_characters_read_as_plain_are_classed_alike_by_python_and_polars() -> None:
+    """Every character beyond ASCII that the chunk path reads like ASCII (none of
+    `_ODD_CHAR_RX`'s) is no word character, space or digit to Python's `re` and to polars'
+    regex alike (`\\b` then agrees too), nor to `str`'s own tests; `_plain` takes none that
+    polars finds odd."""
+    chars = [chr(c) for c in range(0x80, 0x110000) if not 0xD800 <= c < 0xE000]
+    odd = pl.Series(chars).str.contains(F._ODD_CHAR_RX).to_numpy()
+    plain = [c for c, o in zip(chars, odd, strict=True) if not o]
+    assert 5000 < len(plain) < 20000  # symbols and punctuation: several thousand
+    for rx in (r"\w", r"\s", r"\d"):  # (and so `\b`, which `\w` decides)
+        assert not pl.Series(plain).str.contains(rx).any(), rx
+        assert not any(re.search(rx, c) for c in plain), rx
+    assert not any(c.isalnum() or c.isspace() or c.isdigit() for c in plain)
+    # (`_plain` in Python's tables, older than polars': a character they leave unassigned is
+    # not plain to it, and its line is fed)
+    known = [c for c in plain if unicodedata.category(c) != "Cn"]
+    assert len(known) > 0.8 * len(plain)
+    assert all(F._plain(f"│ {c} INFO") for c in known)
+    assert not any(F._plain(c) for c, o in zip(chars, odd, strict=True) if o and c.isalnum())
+
+
+def test_lines_behind_symbols_beyond_ascii_are_read_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A paste whose every line starts with `│ ` (a log viewer's gutter), engine lines with
+    a `→ ` and a `✓` in them: read like ASCII lines, in bulk; lines holding a letter, a
+    digit, a space or a mark beyond ASCII (`é`, `①`, a no-break space, a combining accent)
+    are fed; both paths give the same."""
+    rng = random.Random(13)
+    odd = ["é", "①", "\u00a0", "e\u0301", "Ⓐ", "‿"]
+    lines = []
+    for k in range(500):
+        ts = f"11-14 09:{k // 60 % 60:02d}:{k % 60:02d}"
+        lead = rng.choice(["│ ", "│ ", "→ ", "✓ "])
+        if k % 50 == 9:
+            lead = odd[k // 50 % len(odd)]  # glued: `\\b` and `\\s` decide on it
+        lines.append(
+            f"{lead}INFO {ts} [loggers.py:236] Engine 000: Avg prompt throughput: "
+            f"{rng.uniform(0, 999):.1f} tokens/s, Avg generation throughput: "
+            f"{rng.uniform(1, 999):.1f} tokens/s, Running: {rng.randint(1, 64)} reqs, "
+            f"Waiting: 0 reqs, GPU KV cache usage: {rng.uniform(0, 99):.1f}%, Prefix cache "
+            "hit rate: 12.5%"
+        )
+        lines.append(
+            f'{lead}INFO:     127.0.0.1:{40000 + k} - "POST /v1/completions HTTP/1.1" 200 OK'
+        )
+    rows = same_in_bulk(tmp_path / "gutter.log", lines, monkeypatch, (3000, 1 << 20))
+    assert rows >= 500 - 10 - 8  # every engine line but the odd ones (and a first few)
 
 
 @pytest.mark.parametrize("engine", ["V1 ", ""])

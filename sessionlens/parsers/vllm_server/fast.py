@@ -58,8 +58,9 @@ if TYPE_CHECKING:
 # Read line by line, a day-long vLLM log costs minutes of Python (~0.3 s per MB). The chunk
 # path reads a whole chunk with polars and leaves to `Reader.feed` only the lines it cannot
 # prove it reads the same way:
-# - a chunk's lines are `_lines.polars_lines`; a line that is not ASCII goes to `feed` (no
-#   regex here then meets a character Python and polars class differently);
+# - a chunk's lines are `_lines.polars_lines`; a line holding a character beyond ASCII other
+#   than a plain symbol or punctuation mark (`_ODD_CHAR_RX`) goes to `feed` (no regex here
+#   then meets a character Python and polars class differently);
 # - a line holding none of `FEED_WORDS` is an access line (counted) or an ignored one;
 # - an engine, SpecDecoding or MFU line, and V0's prefix-cache and stage-times lines, are
 #   read by a layout: a regex learned from such a line that pins its text, each number that
@@ -100,7 +101,8 @@ _KINDS = ("engine", "spec", "mfu", "prefix-cache", "stage-times")
 # line, and V0's `Prefix cache hit rate: GPU: 12.50%, CPU: 0.00%`, which follows its engine
 # line
 _AFTER_ENGINE = (_SPEC, _PREFIX)
-# `_HTTP_ACCESS` and `_UNREAD` for ASCII lines: Python's `\s` is polars' and U+001C-U+001F
+# `_HTTP_ACCESS` and `_UNREAD` for plain lines (ASCII, and symbols or punctuation beyond it:
+# `_ODD_CHAR_RX`): Python's `\s` is polars' and U+001C-U+001F
 _HTTP_RX = r'\bINFO:[\s\x1c-\x1f]+[^\s\x1c-\x1f]+ - "[A-Z]+ '
 _UNREAD_RX = r"\b(DiffusionDecoding metrics|Iteration\([0-9]+\))[\s\x1c-\x1f]*:"
 _UNREAD_KINDS = ("iteration details", "DiffusionDecoding metrics")  # as `_unread_line` says
@@ -111,6 +113,23 @@ _MARKS = (
 
 
 _FEED_RX = "|".join(_rx(w) for w in FEED_WORDS)
+# A character beyond ASCII that Python's `re` and polars' may class differently (`\w`, `\s`,
+# `\d`, hence `\b`): any but a symbol or punctuation that is neither a connector (`_`-like)
+# nor alphabetic. A line holding one goes to `feed`; a line whose other characters are ASCII
+# (a paste's `│ ` or `→ ` before each line, a `✓` in a message) is read like an ASCII one.
+_ODD_CHAR_RX = r"[[^\x00-\x7F]--[[\p{S}\p{P}]--\p{Pc}--\p{Alphabetic}]]"
+
+
+def _plain(text: str) -> bool:
+    """Whether a line holds no character `_ODD_CHAR_RX` finds (its test in Python, as strict:
+    a symbol that is alphabetic in polars' tables is a letter to neither)."""
+    import unicodedata
+
+    def odd(c: str) -> bool:
+        kind = unicodedata.category(c)
+        return kind[0] not in "SP" or kind == "Pc" or c.isalnum() or c.isspace()
+
+    return text.isascii() or not any(not c.isascii() and odd(c) for c in text)
 
 
 class _Out(NamedTuple):
@@ -260,7 +279,7 @@ def _nan_idle(
 def _learn(text: str) -> _Layout | None:
     """The layout of an engine, spec or MFU line, when `Reader.feed` reads every line of that
     shape alike in the steady state (the walk feeds the lines that leave it)."""
-    if not text.isascii() or any(w in text for w in ("ERROR", "CRITICAL", *BENCH_WORDS)):
+    if not _plain(text) or any(w in text for w in ("ERROR", "CRITICAL", *BENCH_WORDS)):
         return None
     v0_title = False
     m = _ENGINE_MARK.search(text)
@@ -683,6 +702,7 @@ class Fast:
         return self._pool.submit(self._prepare, chunk)
 
     def _prepare(self, chunk: Chunk) -> ChunkRun | None:
+        import numpy as np
         import polars as pl
 
         t = pl.col("t")
@@ -691,7 +711,11 @@ class Fast:
         if lines is None:
             return None
         text, found = lines
-        return ChunkRun(self, chunk, text, found["word"], found["ascii"])
+        plain = found["ascii"]
+        odd = np.flatnonzero(~plain)
+        if len(odd):  # beyond ASCII: plain where every such character is (`_ODD_CHAR_RX`)
+            plain[odd] = ~text.gather(odd).str.contains(_ODD_CHAR_RX).to_numpy()
+        return ChunkRun(self, chunk, text, found["word"], plain)
 
     def close(self) -> None:
         if self._pool is not None:
@@ -732,7 +756,7 @@ class ChunkRun:
         chunk: Chunk,
         t: pl.Series,
         word: npt.NDArray[np.bool_],
-        ascii_: npt.NDArray[np.bool_],
+        plain: npt.NDArray[np.bool_],
     ) -> None:
         import numpy as np
 
@@ -741,7 +765,7 @@ class ChunkRun:
         self.t = t
         self.n = n = t.len()
         # lines holding no word: access lines and ignored ones
-        other = np.flatnonzero(~word & ascii_)
+        other = np.flatnonzero(~word & plain)
         self.http = np.zeros(n, np.bool_)
         if len(other):
             self.http[other[t.gather(other).str.contains(_HTTP_RX).to_numpy()]] = True
@@ -750,7 +774,7 @@ class ChunkRun:
         self.ignored[self.http] = False
         # lines holding one: an engine, spec or MFU mark's read by a layout, others counted
         # (unread kinds) or fed
-        cand = np.flatnonzero(word & ascii_)
+        cand = np.flatnonzero(word & plain)
         self.layout = np.full(n, -1, np.int64)
         # per layout: the rows it read, their numbers from its `skip`-th (`_try`), their
         # timestamps and ranks
@@ -759,7 +783,7 @@ class ChunkRun:
         ] = {}
         self.unread = np.full(n, -1, np.int8)  # the index of an unread line's kind
         self.fed = np.zeros(n, np.bool_)
-        self.fed[~ascii_] = True
+        self.fed[~plain] = True
         if len(cand):
             marked = t.gather(cand).str.contains(_MARKS).to_numpy()
             self._match(cand[marked])

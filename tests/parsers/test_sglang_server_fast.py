@@ -61,14 +61,21 @@ def _key(s: Sample) -> tuple[Any, ...]:
     return (s.metric, v, s.line, s.block, s.run, s.rank, s.ts)
 
 
+WINDOW = F._WINDOW  # (tests decide windows of 3 rows: borders everywhere)
+
+
 def parse(
-    path: Path, monkeypatch: pytest.MonkeyPatch, fast: bool, chunk: int = 1 << 20
+    path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fast: bool,
+    chunk: int = 1 << 20,
+    window: int = 3,
 ) -> tuple[Any, ...]:
     """Everything one parse gives, samples apart from the other records."""
     monkeypatch.setattr(S, "FAST", fast)
     monkeypatch.setattr(S, "FAST_CHUNK", chunk)
     monkeypatch.setattr(S, "FAST_MIN_BYTES", 0)
-    monkeypatch.setattr(F, "_WINDOW", 3)
+    monkeypatch.setattr(F, "_WINDOW", window)
     src = _lines.read(path, display=path.name)
     ctx = ParseContext(file=path.name)
     samples: list[tuple[Any, ...]] = []
@@ -453,18 +460,18 @@ def test_a_layout_learned_while_a_window_is_decided(
     window: set[tuple[bool, str, str]] = set()
     asked: list[tuple[bool, str, str]] = []
 
-    def segment(self: Any, i: int) -> Any:
+    def segment(self: Any, i: int, until: int) -> Any:
         import numpy as np
 
         a = int(np.searchsorted(self.m_row, i))
-        pos = self.m_pos[a : a + self.window]
+        pos = self.m_pos[a : min(a + self.window, int(np.searchsorted(self.m_row, until)))]
         layouts = self.f.layouts
         window.clear()
         window.update(
             (bool(self.b_dec[p]), layouts[self.b_layout[p]].pattern, self.tags[self.b_tags[p]])
             for p in pos.tolist()
         )
-        got = real_segment(self, i)
+        got = real_segment(self, i, until)
         assert set(asked) <= window
         asked.clear()
         return got
@@ -1108,6 +1115,49 @@ def test_values_below_zero_are_read_in_bulk_once_only_tallied(
     assert counts["impossible-value"] > 4 * 100
     # those 40 lines and the first ones that settle the TP-rank state and the layouts
     assert len(fed) < 120, len(fed)
+
+
+def test_a_log_with_a_cut_batch_line_every_fifty_lines_is_read_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ranks writing one stream cut each other's lines now and then: a batch line cut at
+    any place (mid-number, mid-key, before its marker) every fifty lines or so. Each goes to
+    `feed`, the rows between are decided in bulk up to it (not a whole window each time),
+    and a chunk with hundreds of them is not given up to `feed`: the same as the line path,
+    and only the cut lines and a few more are fed."""
+    rng = random.Random(14)
+    lines: list[str] = []
+    cut = 0
+    for k in range(6000):
+        ts = f"2026-10-30 {k // 3600 % 24:02d}:{k // 60 % 60:02d}:{k % 60:02d}"
+        for rank in range(4):
+            line = (
+                f"[{ts} TP{rank}] Decode batch, #running-req: {rng.randint(1, 40)}, #token: "
+                f"{rng.randint(0, 9999)}, token usage: {rng.random():.2f}, accept len: "
+                f"{rng.uniform(1, 4):.2f}, cuda graph: True, gen throughput (token/s): "
+                f"{rng.uniform(0, 999):.2f}, #queue-req: 0, "
+            )
+            if rng.random() < 0.025:
+                line = line[: rng.randint(20, len(line) - 3)]
+                cut += 1
+            lines.append(line)
+    assert cut > 2 * F._MAX_FEEDS  # (a chunk of them all)
+    path = tmp_path / "cut.log"
+    rows = same_in_bulk(path, lines, monkeypatch, (1 << 18, 1 << 24))
+    assert rows > 5000
+    fed = rows_fed(monkeypatch)
+    decided: list[int] = []  # each segment's rows
+    real_segment = F.ChunkRun._segment
+
+    def segment(self: Any, i: int, until: int) -> Any:
+        got = real_segment(self, i, until)
+        decided.append(got.c - got.a)
+        return got
+
+    monkeypatch.setattr(F.ChunkRun, "_segment", segment)
+    parse(path, monkeypatch, fast=True, chunk=1 << 24, window=WINDOW)
+    assert len(fed) < cut + 64, (len(fed), cut)
+    assert sum(decided) < 2 * len(lines), sum(decided)
 
 
 def test_fields_not_known_are_read_in_bulk_once_noted(

@@ -84,7 +84,12 @@ if TYPE_CHECKING:
 _MAX_LAYOUTS = 32
 _MAX_FAILED = 4096  # shapes of lines learning gave nothing for, remembered at most
 _DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
-_MAX_FEEDS = 256  # batch lines `feed` takes in a chunk before the rest of it goes there too
+# batch lines `feed` takes in a chunk before the rest of it goes there too, once they are
+# also more than one in `_FEED_SHARE` of the rows walked (each costs a new segment, a few
+# tenths of a millisecond, as much as `feed` spends on a dozen lines)
+_MAX_FEEDS = 256
+_FEED_SHARE = 16
+_STATEFUL_RX = re.compile(f"batch|server_args=|{re.escape(_BENCH_WORD)}")  # `_stateful`'s
 AHEAD = 2  # chunks prepared at once on worker threads while the main thread walks one
 _LEARN_PER_CHUNK = 8  # unread batch lines a chunk's preparation tries to learn from
 _WINDOW = 8192  # batch rows decided at once at first; the window grows while all goes well
@@ -740,6 +745,9 @@ class ChunkRun:
             read &= ~np.isin(self.b_row, self.bench_rows)
         fed = np.union1d(self.rare_rows, self.b_row[~read])
         self.feed_rows = np.union1d(fed, self.bench_rows).tolist()
+        # the rows among them that change the TP-rank state (`_stateful`, but for a benchmark
+        # run not begun yet): a segment decides no row past the next one (`_segment`)
+        self.stateful_rows = [r for r in self.feed_rows if _STATEFUL_RX.search(self.t[r])]
         self.m_pos = np.flatnonzero(read)  # positions in the batch arrays
         self.m_row = self.b_row[self.m_pos]
 
@@ -775,7 +783,7 @@ class ChunkRun:
         i = 0
         seg: _Segment | None = None
         while i < n:
-            if self.stateful_feeds > _MAX_FEEDS:  # too irregular for bulk: the rest by line
+            if self.stateful_feeds > _MAX_FEEDS + i // _FEED_SHARE:  # too irregular: by line
                 self._settle(seg, i)
                 seg = None
                 for row in range(i, n):
@@ -801,7 +809,8 @@ class ChunkRun:
             k = bisect_left(self.feed_rows, i)
             j = self.feed_rows[k] if k < len(self.feed_rows) else n
             if seg is None:
-                seg = self._segment(i)
+                s = bisect_left(self.stateful_rows, i)
+                seg = self._segment(i, self.stateful_rows[s] if s < len(self.stateful_rows) else n)
             end = min(j, seg.stop)
             self._count_http(i, end)
             if self.bench is not None:
@@ -901,7 +910,7 @@ class ChunkRun:
             self.window = _WINDOW
         yield from self._take(row, self.r.feed(Line(self.first + row, text)))
         if self.r.bench is not None and self.bench is None and not self.enter_bench(row):
-            self.stateful_feeds = _MAX_FEEDS + 1  # a benchmark run from here on, line by line
+            self.stateful_feeds = self.n + _MAX_FEEDS  # a benchmark run from here: by line
             return
         if row in self.unread:
             layout = self.f.learn(text)
@@ -913,12 +922,15 @@ class ChunkRun:
 
     # ------------------------------------------------------------------ bulk
 
-    def _segment(self, i: int) -> _Segment:
-        """Decide the matched batch rows from row i on, a window's worth, in bulk."""
+    def _segment(self, i: int, until: int) -> _Segment:
+        """Decide the matched batch rows from row i on, a window's worth, in bulk, none
+        from row `until` on (a row `feed` takes that may change the state: the walk would
+        decide those rows again after it; a log with a cut batch line every hundred lines
+        would otherwise decide a whole window for each)."""
         import numpy as np
 
         a = int(np.searchsorted(self.m_row, i))
-        c = min(a + self.window, len(self.m_row))
+        c = min(a + self.window, int(np.searchsorted(self.m_row, until)))
         stop = int(self.m_row[c]) if c < len(self.m_row) else self.n
         pos = self.m_pos[a:c]
         layouts = self.f.layouts

@@ -682,6 +682,41 @@ def test_lines_behind_symbols_beyond_ascii_are_read_in_bulk(
     assert rows >= 500 - 10 - 8  # every engine line but the odd ones (and a first few)
 
 
+def test_grep_n_output_of_two_logs_is_read_in_bulk_from_its_first_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`grep -n` over the logs of servers of several process ids prefixes each line with a
+    file name and a line number whose width grows: a layout for each width of each number
+    and kind of line (here 40), far more than a chunk's few tries at lines that teach
+    nothing new. All are learned in the first chunk, and every line but the first few of
+    each layout is read in bulk."""
+    rng = random.Random(15)
+    lines = []
+    for k in range(6000):
+        ts = f"11-14 09:{k // 120 % 60:02d}:{k // 2 % 60:02d}"
+        pid = (7, 42, 311, 5120, 31337)[k // 2 % 5]
+        head = f"logs/node{k % 2}/server.log:{k + 1}:(APIServer pid={pid}) INFO {ts}"
+        if k % 2 == 0:
+            lines.append(
+                f"{head} [loggers.py:236] Engine 000: Avg prompt throughput: "
+                f"{rng.uniform(0, 999):.1f} tokens/s, Avg generation throughput: "
+                f"{rng.uniform(1, 999):.1f} tokens/s, Running: {rng.randint(1, 64)} reqs, "
+                f"Waiting: 0 reqs, GPU KV cache usage: {rng.uniform(0, 99):.1f}%, Prefix cache "
+                "hit rate: 12.5%"
+            )
+        else:
+            lines.append(
+                f"{head} [metrics.py:96] SpecDecoding metrics: Mean acceptance length: "
+                f"{rng.uniform(1, 3):.2f}, Accepted throughput: {rng.uniform(1, 99):.2f} "
+                f"tokens/s, Drafted throughput: {rng.uniform(99, 199):.2f} tokens/s, Accepted: "
+                f"{rng.randint(1, 99)} tokens, Drafted: {rng.randint(100, 199)} tokens, "
+                f"Per-position acceptance rate: {rng.random():.3f}, {rng.random():.3f}, Avg "
+                f"Draft acceptance rate: {rng.uniform(0, 99):.1f}%"
+            )
+    rows = same_in_bulk(tmp_path / "grep-n.log", lines, monkeypatch, (1 << 24,))
+    assert rows >= len(lines) - 80, rows
+
+
 @pytest.mark.parametrize("engine", ["V1 ", ""])
 def test_speculative_metrics_lines_are_read_in_bulk_unless_a_v0_engine_counts_them(
     engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -86,7 +86,7 @@ if TYPE_CHECKING:
 
 AHEAD = 2  # chunks prepared at once on worker threads while the main thread walks one
 _MAX_LAYOUTS = 64
-_LEARN_PER_CHUNK = 8
+_LEARN_PER_CHUNK = 8  # lines a chunk tries to learn from that teach no new layout
 _NUM = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # every number a layout's line holds, in order
 # A layout's numbers read with its match (`_Layout.capture`) up to this many; beyond, the
 # regex engine leaves its one-pass automaton and capturing costs more than matching and
@@ -819,7 +819,10 @@ class ChunkRun:
             if not self._try(cand, li):
                 return
         failed: set[str] = set()
-        for _ in range(_LEARN_PER_CHUNK):
+        tries = _LEARN_PER_CHUNK  # spent by a line that teaches nothing new (`_MAX_LAYOUTS`
+        # bounds the rest: the first chunk of a log whose prefix numbers change width, as
+        # `grep -n`'s do, learns a few layouts of each width)
+        while tries > 0:
             open_ = cand[self.layout[cand] < 0]
             pick = next((r for r in open_[:64].tolist() if self.t[r] not in failed), None)
             if pick is None:
@@ -828,6 +831,7 @@ class ChunkRun:
             new = f.learn(text)
             if new is None or new in known:
                 failed.add(text)
+                tries -= 1
                 continue
             known.append(new)
             if not self._try(cand, new):

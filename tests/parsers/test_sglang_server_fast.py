@@ -1160,6 +1160,42 @@ def test_a_log_with_a_cut_batch_line_every_fifty_lines_is_read_in_bulk(
     assert sum(decided) < 2 * len(lines), sum(decided)
 
 
+def test_lines_whose_trailing_blank_was_trimmed_are_read_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """0.5's batch lines end in `, `; a log that an editor, a pre-commit hook or a log viewer
+    trimmed ends them in `,`. Such lines on every TP rank, ending in a count, a percent, a
+    flag, a pool's `swa=N`, a field not known, and a few ending in `, ,` or `,,` (which the
+    reader reads otherwise): the same through both paths, and read in bulk."""
+    rng = random.Random(16)
+    ends = [
+        lambda: f"#queue-req: {rng.randint(0, 9)},",
+        lambda: f"cache hit rate: {rng.uniform(0, 99):.2f}%,",
+        lambda: f"cuda graph: {rng.choice(['True', 'False'])},",
+        lambda: f"#token: full={rng.randint(0, 9999)}, swa={rng.randint(0, 999)},",
+        lambda: f"spec draft time: {rng.random():.2f},",
+        lambda: "#queue-req: 0, ,",
+        lambda: "#queue-req: 0,,",
+    ]
+    lines = []
+    for k in range(3000):
+        ts = f"2026-10-30 15:{k // 60 % 60:02d}:{k % 60:02d}"
+        end = ends[k // 100 % 5]() if k % 97 else ends[5 + k % 2]()
+        for rank in range(2):
+            lines.append(
+                f"[{ts} TP{rank}] Decode batch, #running-req: {rng.randint(0, 40)}, #token: "
+                f"{rng.randint(0, 9999)}, token usage: {rng.random():.2f}, gen throughput "
+                f"(token/s): {rng.uniform(0, 999):.2f}, {end}"
+            )
+    rows = same_in_bulk(tmp_path / "trimmed.log", lines, monkeypatch, (3000, 1 << 20))
+    assert rows > 2700, rows  # (of 3000 on rank 0, a few dozen idle)
+    # read by splitting at `, ` (not with the capture groups), the last value without its `,`
+    for line in (lines[2], lines[202]):
+        layout = F._learn(line)
+        assert layout is not None
+        assert layout.items is not None, line
+
+
 def test_fields_not_known_are_read_in_bulk_once_noted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -69,6 +69,8 @@ if TYPE_CHECKING:
 # - a value printed below zero (`#full token: -12`) is a value shape of its own, which gives
 #   no sample: its lines go to `feed` until the reader has given all its diagnostics for
 #   that field (`_MAX_BAD_NOTES`), and are tallied in bulk from then on;
+# - a line whose trailing `, ` lost its blank (`#queue-req: 0,`: trimmed by an editor or a
+#   hook) is read as the reader reads it, the last value before the comma;
 # - a field the reader does not know (a newer version's) is part of a layout, its value
 #   pinned to a plain shape: a line that would have a key noted goes to `feed`, the others
 #   are counted in bulk (`unknown-field`);
@@ -142,9 +144,10 @@ class _Layout:
     usage_how: tuple[str, ...]
     idle_patterns: tuple[str, ...]  # the line with running_req == 0 (a decode-idle line)
     accept: bool  # yields accept_len (whose first line sets a Setting)
-    # per capture group: (item, offset, is a percent) of its text in the line split at
-    # ", " (cheaper to read than the capture groups), or None (see `_items`)
-    items: tuple[tuple[int, int, bool], ...] | None
+    # per capture group: (item, offset, characters after it in its item: a percent's `%`,
+    # a line's last `,`) of its text in the line split at ", " (cheaper to read than the
+    # capture groups), or None (see `_items`)
+    items: tuple[tuple[int, int, int], ...] | None
     # fields printed below zero (`#full token: -12`): no sample, a diagnostic for each of
     # the first `_MAX_BAD_NOTES` of a field, then a tally; the reader's `_bad` keys of them
     bad: tuple[tuple[str, str, str], ...] = ()
@@ -190,8 +193,14 @@ def _learn(text: str) -> _Layout | None:
     pieces: list[str] = []
     groups: list[tuple[str | None, str, bool]] = []  # (metric, how, is pool usage)
     piece_of: list[int] = []  # per group: its piece (the items a field is printed in)
-    items = text[m.end() :].split(", ")
-    if "[" in text[m.end() :]:
+    body = text[m.end() :]
+    # `..., #queue-req: 0,`: the trailing `, ` of 0.5's lines with its blank trimmed (by an
+    # editor, a hook, a log viewer); the reader reads the last value before the comma
+    comma = body.endswith(",")
+    items = (body[:-1] if comma else body).split(", ")
+    if comma and (not items[-1] or items[-1].endswith(",")):
+        return None
+    if "[" in body:
         items = _bracketed(items)  # `est uncap acc len: 3.25 [3.00, 3.50]` is one field
     prev_key = ""  # the key of a `key: sub=N` item, for the `sub=N` items after it
     bad: list[tuple[str, str, str]] = []  # (kind, key as `_field` names it, code)
@@ -308,7 +317,8 @@ def _learn(text: str) -> _Layout | None:
         tail = _rx(tail_text[:at_n]) + "([0-9]{1,15})" + _rx(rest)
         outputs.append(("prefill_running_req", (1,), "num"))
     first = len(outputs)  # capture groups before the fields' own
-    pattern = head + _rx(marker) + tail + ", ".join(pieces) + "$"
+    end = ",$" if comma else "$"
+    pattern = head + _rx(marker) + tail + ", ".join(pieces) + end
     whole = re.fullmatch(pattern, text)
     if whole is None:  # a layout that does not read its own line
         return None
@@ -333,7 +343,7 @@ def _learn(text: str) -> _Layout | None:
             if metric == "running_req" and g not in bad_groups:
                 parts = list(pieces)
                 parts[piece_of[g]] = parts[piece_of[g]].replace(number, f"({_ZERO})")
-                idle.append(head + _rx(marker) + tail + ", ".join(parts) + "$")
+                idle.append(head + _rx(marker) + tail + ", ".join(parts) + end)
     return _Layout(
         kind=kind,
         pattern=pattern,
@@ -350,6 +360,7 @@ def _learn(text: str) -> _Layout | None:
             whole,
             ["num"] * first + [h for _, h, _ in groups],
             m.end() if any(c.isdigit() for c in tail_text) else 0,
+            comma,
         ),
         bad=tuple(bad),
         unknown=tuple(unknown),
@@ -390,28 +401,29 @@ def _other_prefix(
 
 
 def _items(
-    whole: re.Match[str], hows: list[str], varying_until: int
-) -> tuple[tuple[int, int, bool], ...] | None:
+    whole: re.Match[str], hows: list[str], varying_until: int, comma: bool = False
+) -> tuple[tuple[int, int, int], ...] | None:
     """Where each capture group's text stands in `text.split(", ")` of a line the layout
-    reads: (item, offset in it, is a percent), the same for every such line (no `, ` in a
-    value, and what precedes a value in its item is literal text or of a pinned width);
-    None when a group is not its item's tail, or its item starts before `varying_until`
-    (text of varying width before it), and the values are then read with the capture
-    groups."""
+    reads: (item, offset in it, characters after it: a percent's `%`, the `,` that ends
+    a line of `comma`), the same for every such line (no `, ` in a value, and what
+    precedes a value in its item is literal text or of a pinned width); None when a group
+    is not its item's tail, or its item starts before `varying_until` (text of varying
+    width before it), and the values are then read with the capture groups."""
     text = whole.string
     bounds: list[tuple[int, int]] = []
     at = 0
     for item in text.split(", "):
         bounds.append((at, at + len(item)))
         at += len(item) + 2
-    found: list[tuple[int, int, bool]] = []
+    found: list[tuple[int, int, int]] = []
     for g, how in enumerate(hows, start=1):
         start, end = whole.span(g)
         k = next(i for i, (a, b) in enumerate(bounds) if a <= start <= b)
         a, b = bounds[k]
-        if end + (how == "pct") != b or a < varying_until:
+        after = (how == "pct") + (comma and k == len(bounds) - 1)
+        if end + after != b or a < varying_until:
             return None
-        found.append((k, start - a, how == "pct"))
+        found.append((k, start - a, after))
     return tuple(found)
 
 
@@ -1255,9 +1267,11 @@ def _groups(layout: _Layout) -> list[pl.Expr]:
     parts = pl.col("t").str.split(", ")
     out = []
     for g in sorted({g for _, gs, _ in layout.outputs for g in gs}):
-        item, offset, pct = layout.items[g - 1]
+        item, offset, after = layout.items[g - 1]
         col = parts.list.get(item).str.slice(offset)
-        out.append((col.str.strip_suffix("%") if pct else col).alias(str(g)))
+        if after:  # a percent's `%`, a line's last `,`: the value's length is all but these
+            col = col.str.slice(0, col.str.len_chars() - after)
+        out.append(col.alias(str(g)))
     return out
 
 

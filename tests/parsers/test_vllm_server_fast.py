@@ -678,8 +678,26 @@ def test_lines_behind_symbols_beyond_ascii_are_read_in_bulk(
         lines.append(
             f'{lead}INFO:     127.0.0.1:{40000 + k} - "POST /v1/completions HTTP/1.1" 200 OK'
         )
-    rows = same_in_bulk(tmp_path / "gutter.log", lines, monkeypatch, (3000, 1 << 20))
+        if k % 3 == 0:  # `--enable-log-requests`: a prompt in any script, no word fed
+            prompt = rng.choice(["你好，请介绍一下你自己。", "Привет!", "é\u0301 ½ INFO:  x"])
+            lines.append(
+                f"INFO {ts} [logger.py:43] Received request chatcmpl-{k}: prompt: '{prompt}', "
+                "params: SamplingParams(n=1, temperature=0.7), lora_request: None."
+            )
+    path = tmp_path / "gutter.log"
+    rows = same_in_bulk(path, lines, monkeypatch, (3000, 1 << 20))
     assert rows >= 500 - 10 - 8  # every engine line but the odd ones (and a first few)
+    fed: list[int] = []
+    real = V.Reader.feed
+
+    def feed(self: Any, ln: Any) -> Any:
+        if self.ctx.file == path.name:
+            fed.append(ln.no)
+        return real(self, ln)
+
+    monkeypatch.setattr(V.Reader, "feed", feed)
+    parse(path, monkeypatch, fast=True)
+    assert len(fed) < 40, len(fed)  # the odd engine lines and a first few, no prompt
 
 
 def test_grep_n_output_of_two_logs_is_read_in_bulk_from_its_first_chunk(

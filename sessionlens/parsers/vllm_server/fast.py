@@ -34,6 +34,7 @@ from . import (
     _COUNTERS,
     _ENGINE_MARK,
     _ENGINE_TAG,
+    _HTTP_ACCESS,
     _LEVEL_TS,
     _MFU_MARK,
     _MFU_VALUE,
@@ -47,6 +48,7 @@ from . import (
     FEED_WORDS,
     Reader,
     _Bonus,
+    _found,
     bonus_from_version,
 )
 
@@ -61,7 +63,8 @@ if TYPE_CHECKING:
 # - a chunk's lines are `_lines.polars_lines`; a line holding a character beyond ASCII other
 #   than a plain symbol or punctuation mark (`_ODD_CHAR_RX`) goes to `feed` (no regex here
 #   then meets a character Python and polars class differently);
-# - a line holding none of `FEED_WORDS` is an access line (counted) or an ignored one;
+# - a line holding none of `FEED_WORDS` is an access line (counted) or an ignored one (one
+#   beyond plain, a request log's prompt in any script, told by the reader's own regex);
 # - an engine, SpecDecoding or MFU line, and V0's prefix-cache and stage-times lines, are
 #   read by a layout: a regex learned from such a line that pins its text, each number that
 #   is no value a run of digits of its width, each value a number with the decimals
@@ -769,8 +772,16 @@ class ChunkRun:
         self.http = np.zeros(n, np.bool_)
         if len(other):
             self.http[other[t.gather(other).str.contains(_HTTP_RX).to_numpy()]] = True
+        # ... and of those beyond plain (a request log's prompt in any script), told by the
+        # reader's own regex, in Python
+        odd = np.flatnonzero(~word & ~plain)
+        if len(odd):
+            texts = t.gather(odd).to_list()
+            said = np.array([_found(_HTTP_ACCESS, x) is not None for x in texts], np.bool_)
+            self.http[odd[said]] = True
         self.ignored = np.zeros(n, np.bool_)
         self.ignored[other] = True
+        self.ignored[odd] = True
         self.ignored[self.http] = False
         # lines holding one: an engine, spec or MFU mark's read by a layout, others counted
         # (unread kinds) or fed
@@ -783,7 +794,7 @@ class ChunkRun:
         ] = {}
         self.unread = np.full(n, -1, np.int8)  # the index of an unread line's kind
         self.fed = np.zeros(n, np.bool_)
-        self.fed[~plain] = True
+        self.fed[word & ~plain] = True
         if len(cand):
             marked = t.gather(cand).str.contains(_MARKS).to_numpy()
             self._match(cand[marked])

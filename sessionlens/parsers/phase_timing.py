@@ -710,6 +710,13 @@ def _plan(
         )
         .lazy()
         .with_columns(at=pl.col("t").str.find("ms/cyc", literal=True).cast(pl.Int64))
+        # (`find` counts bytes, `slice` characters: a line's characters beyond ASCII stand
+        # before `ms/cyc`, in the text its layout pins, so the difference is all of them)
+        .with_columns(
+            at=pl.col("at") - (pl.col("t").str.len_bytes() - pl.col("t").str.len_chars())
+            if not all(x.pattern.isascii() for x in layouts)
+            else pl.col("at")
+        )
         .select(
             ms=pl.col("t")
             .str.slice(pl.col("ms_at"), pl.col("at") - pl.col("gap") - pl.col("ms_at"))

@@ -135,6 +135,7 @@ class Reader:
         self.took_last = False  # whether the last fed line was read as a phase line
         self.words = WORDS
         self._layouts: list[_Layout] = []  # the chunk path's (`plan`), learned as it reads
+        self._recent: list[int] = []  # per layout: lines it read in the last chunk planned
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ the chunk path
@@ -150,9 +151,13 @@ class Reader:
         layout = np.full(len(rows), -1, np.int64)
         with self._lock:
             layouts = list(self._layouts)
-        _match(cand, layout, layouts, 0)
+            order = sorted(range(len(layouts)), key=lambda li: -self._recent[li])
+            fresh = sum(1 for li in order if self._recent[li] > 0)
+        _match(cand, layout, layouts, order[: fresh + _STALE_TRIES])
         failed = np.zeros(len(rows), np.bool_)
-        for _ in range(_LEARN_PER_CHUNK):
+        tries = _LEARN_PER_CHUNK  # spent by a line that teaches nothing (`_MAX_LAYOUTS`
+        # bounds the rest: a chunk of `grep` output over many files meets a few of each)
+        while tries > 0:
             unread = np.flatnonzero((layout < 0) & ~failed)
             if len(unread) == 0:
                 break
@@ -160,14 +165,22 @@ class Reader:
             new = learn(cand[k], rank_spans)
             if new is None:
                 failed[k] = True
+                tries -= 1
                 continue
             with self._lock:
                 if new not in self._layouts and len(self._layouts) < _MAX_LAYOUTS:
                     self._layouts.append(new)
+                    self._recent.append(0)
                 if new not in self._layouts:
                     break
                 layouts = list(self._layouts)
-            _match(cand, layout, layouts, layouts.index(new))
+            _match(cand, layout, layouts, [layouts.index(new)])
+            if layout[k] < 0:  # (the layout does not read its own line in polars: no more)
+                failed[k] = True
+                tries -= 1
+        with self._lock:  # the lines each layout read here: the order the next chunk tries
+            n = len(self._recent)
+            self._recent[:] = np.bincount(layout[layout >= 0], minlength=n)[:n].tolist()
         return _plan(t, rows, layout, layouts, cand)
 
     def take(self, plan: PhasePlan, lo: int, hi: int, first: int) -> BlockStarts | None:
@@ -368,7 +381,11 @@ class Reader:
 #   what rounding an exact sum at the printed decimals gives (`_ms_sum`, `_share_sum`);
 # - a run of phase lines is read in bulk only when the lines before and after it are no
 #   phase line: no block is open at its start, and the line after it ends its last block.
-_MAX_LAYOUTS = 64
+# Layouts kept (a log of many prefixes, `grep` over many files, has a few for each); a
+# chunk tries those that read lines in the last chunk planned, then at most `_STALE_TRIES`
+# others, and learns the rest again when it meets them
+_MAX_LAYOUTS = 512
+_STALE_TRIES = 8
 _LEARN_PER_CHUNK = 8
 _MS_SHAPE = re.compile(r"[0-9]{1,8}(?:\.(?P<d>[0-9]{1,6}))?")
 _SHARE_SHAPE = re.compile(r"(?P<gap> *)\( *[0-9]{1,3}(?:\.(?P<d>[0-9]{1,6}))?%\)")
@@ -495,12 +512,13 @@ def _reads_as_reader(layout: _Layout, text: str) -> bool:
 
 
 def _match(
-    cand: pl.Series, layout: npt.NDArray[np.int64], layouts: list[_Layout], first: int
+    cand: pl.Series, layout: npt.NDArray[np.int64], layouts: list[_Layout], order: list[int]
 ) -> None:
-    """Give the candidates not read yet the first of `layouts[first:]` that reads them."""
+    """Give the candidates not read yet the first of `layouts` (in `order`, those tried)
+    that reads them."""
     import numpy as np
 
-    for li in range(first, len(layouts)):
+    for li in order:
         open_ = np.flatnonzero(layout < 0)
         if len(open_) == 0:
             return

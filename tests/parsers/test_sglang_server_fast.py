@@ -1196,6 +1196,35 @@ def test_lines_whose_trailing_blank_was_trimmed_are_read_in_bulk(
         assert layout.items is not None, line
 
 
+def test_grep_over_many_files_is_read_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`grep -r` over a results tree: 120 files, each file's lines behind its path (folders
+    named by words), one file after another: a layout or two for each, far more than a
+    chunk used to learn or a reader used to keep. Each is learned as its file begins (in the
+    chunk's preparation, the stale ones tried no more), and nearly every line is read in
+    bulk."""
+    rng = random.Random(17)
+    lines = []
+    for f in range(120):
+        name = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(4, 12)))
+        for k in range(40):
+            ts = f"2026-10-30 {f // 60 % 24:02d}:{f % 60:02d}:{k:02d}"
+            for rank in range(2):
+                lines.append(
+                    f"results/{name}/server.log:[{ts} TP{rank}] Decode batch, #running-req: "
+                    f"{rng.randint(1, 40)}, #token: {rng.randint(0, 9999)}, token usage: "
+                    f"{rng.random():.2f}, gen throughput (token/s): {rng.uniform(1, 999):.2f}, "
+                    "#queue-req: 0, "
+                )
+    path = tmp_path / "grep-r.log"
+    rows = same_in_bulk(path, lines, monkeypatch, (1 << 17, 1 << 22))
+    assert rows > 0.9 * 120 * 40, rows
+    fed = rows_fed(monkeypatch)
+    parse(path, monkeypatch, fast=True, chunk=1 << 22)
+    assert len(fed) < 0.1 * len(lines), len(fed)
+
+
 def test_fields_not_known_are_read_in_bulk_once_noted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

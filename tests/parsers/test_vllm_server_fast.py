@@ -735,6 +735,29 @@ def test_grep_n_output_of_two_logs_is_read_in_bulk_from_its_first_chunk(
     assert rows >= len(lines) - 80, rows
 
 
+def test_grep_over_many_files_is_read_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`grep -r` over a results tree: 150 files, each file's lines behind its path, one file
+    after another: more layouts than a reader used to keep (64). Each file's are learned
+    as it begins, the stale ones tried no more, and nearly every line is read in bulk."""
+    rng = random.Random(18)
+    lines = []
+    for f in range(150):
+        name = "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(4, 12)))
+        for k in range(30):
+            ts = f"11-14 {f // 60 % 24:02d}:{f % 60:02d}:{k:02d}"
+            lines.append(
+                f"results/{name}/server.log:INFO {ts} [loggers.py:236] Engine 000: Avg prompt "
+                f"throughput: {rng.uniform(0, 999):.1f} tokens/s, Avg generation throughput: "
+                f"{rng.uniform(1, 999):.1f} tokens/s, Running: {rng.randint(1, 64)} reqs, "
+                f"Waiting: 0 reqs, GPU KV cache usage: {rng.uniform(0, 99):.1f}%, Prefix cache "
+                "hit rate: 12.5%"
+            )
+    rows = same_in_bulk(tmp_path / "grep-r.log", lines, monkeypatch, (1 << 17, 1 << 22))
+    assert rows > 0.9 * len(lines), rows
+
+
 @pytest.mark.parametrize("engine", ["V1 ", ""])
 def test_speculative_metrics_lines_are_read_in_bulk_unless_a_v0_engine_counts_them(
     engine: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -83,7 +83,11 @@ if TYPE_CHECKING:
 # Chunks are split, classified and matched on worker threads; the main thread walks them in
 # order. `tests/parsers/test_sglang_server_fast.py` compares both paths on every fixture.
 
-_MAX_LAYOUTS = 32
+# Layouts kept (a log of many prefixes, `grep` over many files, has a few for each); a
+# chunk tries those that read lines in the last chunk prepared, then at most
+# `_STALE_TRIES` others of a kind (the most used first), and learns the rest again
+_MAX_LAYOUTS = 512
+_STALE_TRIES = 8
 _MAX_FAILED = 4096  # shapes of lines learning gave nothing for, remembered at most
 _DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
 # batch lines `feed` takes in a chunk before the rest of it goes there too, once they are
@@ -448,6 +452,7 @@ class Fast:
         self.metrics: list[str] = []  # metric names of the layouts' outputs
         self.metric_ids: list[tuple[int, ...]] = []  # per layout: its outputs' metric ids
         self.hits: list[int] = []  # per layout: rows it read so far (the order tried in)
+        self.recent: list[int] = []  # per layout: rows it read in the last chunk prepared
         self.handed = 0  # samples handed over in bulk so far (`chunk_size`) ...
         self.walked = 0  # ... from the chunks walked, of these bytes
         self._pool: ThreadPoolExecutor | None = None
@@ -518,6 +523,7 @@ class Fast:
             ids.append(self.metrics.index(metric))
         self.metric_ids.append(tuple(ids))
         self.hits.append(0)
+        self.recent.append(0)
         self.bad = self.bad or bool(layout.bad)
         self.unknown = self.unknown or bool(layout.unknown)
         self.layouts.append(layout)
@@ -604,17 +610,29 @@ class ChunkRun:
         self._match(np.ones(nb, np.bool_), layouts)
         # A layout is a function of a line's text alone: learn from lines no known layout
         # reads (a first chunk, a restart with a newer version) here, not line by line.
-        for _ in range(_LEARN_PER_CHUNK):
+        # (each line that teaches nothing new spends a try; `_MAX_LAYOUTS` bounds the rest:
+        # a chunk of `grep` output over many files meets a few layouts of each)
+        tries = _LEARN_PER_CHUNK
+        failed: set[int] = set()
+        while tries > 0:
             unread = np.flatnonzero(self.b_layout < 0)
-            if len(unread) == 0:
+            pick = next((k for k in unread[:64].tolist() if k not in failed), None)
+            if pick is None:
                 break
-            for k in unread[:_LEARN_PER_CHUNK].tolist():
-                layout = fast.learn(self.b_t[k])
-                if layout is not None and fast.index[layout.pattern] not in self.tried:
-                    self._match(np.arange(nb) > k - 1, [layout])
-                    break
-            else:
-                break
+            layout = fast.learn(self.b_t[pick])
+            if layout is None or fast.index[layout.pattern] in self.tried:
+                failed.add(pick)
+                tries -= 1
+                continue
+            self._match(np.arange(nb) > pick - 1, [layout])
+            if self.b_layout[pick] < 0:  # (not its own line, in polars: learn no more from it)
+                failed.add(pick)
+                tries -= 1
+        with fast._lock:  # the rows each layout read here: the order the next chunk tries
+            n = len(fast.recent)
+            fast.recent[:] = np.bincount(self.b_layout[self.b_layout >= 0], minlength=n)[
+                :n
+            ].tolist()
         self._set_feeds()
         self._read_ahead()
 
@@ -664,15 +682,17 @@ class ChunkRun:
 
         f = self.f
         open_ = cand & (self.b_layout < 0)
-        for lay in layouts:
-            self.tried.add(f.index[lay.pattern])
-        queues = {
-            kind: sorted(
+        queues: dict[str, list[_Layout]] = {}
+        for kind in ("decode", "prefill"):
+            ranked = sorted(
                 (lay for lay in layouts if lay.kind == kind),
-                key=lambda lay: -f.hits[f.index[lay.pattern]],
+                key=lambda lay: (-f.recent[f.index[lay.pattern]], -f.hits[f.index[lay.pattern]]),
             )
-            for kind in ("decode", "prefill")
-        }
+            fresh = sum(1 for lay in ranked if f.recent[f.index[lay.pattern]] > 0)
+            queues[kind] = ranked[: fresh + _STALE_TRIES]
+        for queue in queues.values():
+            for lay in queue:
+                self.tried.add(f.index[lay.pattern])
         while True:
             jobs: list[tuple[_Layout, npt.NDArray[np.bool_]]] = []
             for kind, queue in queues.items():

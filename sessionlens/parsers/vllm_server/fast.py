@@ -88,7 +88,11 @@ if TYPE_CHECKING:
 # order, feeding what must be fed, and hands each chunk's samples over in line order.
 
 AHEAD = 2  # chunks prepared at once on worker threads while the main thread walks one
-_MAX_LAYOUTS = 64
+# Layouts kept (a log of many prefixes, `grep` over many files, has a few for each); a
+# chunk tries those that read lines in the last chunk matched, then at most
+# `_STALE_TRIES` others (the most used first), and learns the rest again when it meets them
+_MAX_LAYOUTS = 512
+_STALE_TRIES = 8
 _LEARN_PER_CHUNK = 8  # lines a chunk tries to learn from that teach no new layout
 _NUM = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # every number a layout's line holds, in order
 # A layout's numbers read with its match (`_Layout.capture`) up to this many; beyond, the
@@ -826,6 +830,8 @@ class ChunkRun:
         f = self.f
         with f._lock:
             known = sorted(range(len(f.layouts)), key=lambda li: (-f.recent[li], -f.hits[li]))
+            fresh = sum(1 for li in known if f.recent[li] > 0)
+        known = known[: fresh + _STALE_TRIES]
         for li in known:
             if not self._try(cand, li):
                 return
@@ -847,6 +853,9 @@ class ChunkRun:
             known.append(new)
             if not self._try(cand, new):
                 return
+            if self.layout[pick] < 0:  # (not its own line, in polars: learn no more from it)
+                failed.add(text)
+                tries -= 1
 
     def _try(self, cand: npt.NDArray[np.int64], li: int) -> bool:
         """Match the candidates no layout read with layout `li`, and read the numbers of

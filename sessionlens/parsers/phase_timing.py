@@ -155,9 +155,10 @@ class Reader:
             fresh = sum(1 for li in order if self._recent[li] > 0)
         _match(cand, layout, layouts, order[: fresh + _STALE_TRIES])
         failed = np.zeros(len(rows), np.bool_)
-        tries = _LEARN_PER_CHUNK  # spent by a line that teaches nothing (`_MAX_LAYOUTS`
-        # bounds the rest: a chunk of `grep` output over many files meets a few of each)
-        while tries > 0:
+        # a line that teaches nothing spends a try, a layout of few lines one of `small` (a
+        # chunk of `grep -r` output over many files learns a few layouts of each file)
+        tries, small = _LEARN_PER_CHUNK, max(_LEARN_PER_CHUNK, len(rows) // _TRY_SHARE)
+        while tries > 0 and small > 0:
             unread = np.flatnonzero((layout < 0) & ~failed)
             if len(unread) == 0:
                 break
@@ -178,6 +179,8 @@ class Reader:
             if layout[k] < 0:  # (the layout does not read its own line in polars: no more)
                 failed[k] = True
                 tries -= 1
+            elif int(np.count_nonzero(layout == layouts.index(new))) < _FEW_LINES:
+                small -= 1
         with self._lock:  # the lines each layout read here: the order the next chunk tries
             n = len(self._recent)
             self._recent[:] = np.bincount(layout[layout >= 0], minlength=n)[:n].tolist()
@@ -384,9 +387,13 @@ class Reader:
 # Layouts kept (a log of many prefixes, `grep` over many files, has a few for each); a
 # chunk tries those that read lines in the last chunk planned, then at most `_STALE_TRIES`
 # others, and learns the rest again when it meets them
-_MAX_LAYOUTS = 512
+_MAX_LAYOUTS = 4096
 _STALE_TRIES = 8
+# lines a chunk learns from that teach no layout (8), and layouts it learns of fewer than
+# `_FEW_LINES` lines (8, or one in `_TRY_SHARE` of its candidates: a chunk of lines that
+# each teach their own layout costs at most about twice its reading)
 _LEARN_PER_CHUNK = 8
+_FEW_LINES, _TRY_SHARE = 8, 64
 _MS_SHAPE = re.compile(r"[0-9]{1,8}(?:\.(?P<d>[0-9]{1,6}))?")
 _SHARE_SHAPE = re.compile(r"(?P<gap> *)\( *[0-9]{1,3}(?:\.(?P<d>[0-9]{1,6}))?%\)")
 _TOTALS = ("verify_ms_per_cycle", "verify_share", "draft_ms_per_cycle", "cycle_ms")

@@ -86,7 +86,7 @@ if TYPE_CHECKING:
 # Layouts kept (a log of many prefixes, `grep` over many files, has a few for each); a
 # chunk tries those that read lines in the last chunk prepared, then at most
 # `_STALE_TRIES` others of a kind (the most used first), and learns the rest again
-_MAX_LAYOUTS = 512
+_MAX_LAYOUTS = 4096
 _STALE_TRIES = 8
 _MAX_FAILED = 4096  # shapes of lines learning gave nothing for, remembered at most
 _DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
@@ -97,7 +97,12 @@ _MAX_FEEDS = 256
 _FEED_SHARE = 16
 _STATEFUL_RX = re.compile(f"batch|server_args=|{re.escape(_BENCH_WORD)}")  # `_stateful`'s
 AHEAD = 2  # chunks prepared at once on worker threads while the main thread walks one
-_LEARN_PER_CHUNK = 8  # unread batch lines a chunk's preparation tries to learn from
+# unread batch lines a chunk's preparation learns from that teach no new layout (8), and
+# layouts it learns of fewer than `_FEW_LINES` lines (8, or one in `_TRY_SHARE` of its batch
+# lines: learning costs about a millisecond, so a chunk of lines that each teach their own
+# layout costs at most about twice its reading)
+_LEARN_PER_CHUNK = 8
+_FEW_LINES, _TRY_SHARE = 8, 64
 _WINDOW = 8192  # batch rows decided at once at first; the window grows while all goes well
 
 # The lines `feed` must see beside batch lines: those holding one of the reader's words.
@@ -610,11 +615,11 @@ class ChunkRun:
         self._match(np.ones(nb, np.bool_), layouts)
         # A layout is a function of a line's text alone: learn from lines no known layout
         # reads (a first chunk, a restart with a newer version) here, not line by line.
-        # (each line that teaches nothing new spends a try; `_MAX_LAYOUTS` bounds the rest:
-        # a chunk of `grep` output over many files meets a few layouts of each)
-        tries = _LEARN_PER_CHUNK
+        # (a line that teaches nothing new spends a try, a layout of few lines one of `small`:
+        # a chunk of `grep -r` output over many files learns a few layouts of each file)
+        tries, small = _LEARN_PER_CHUNK, max(_LEARN_PER_CHUNK, nb // _TRY_SHARE)
         failed: set[int] = set()
-        while tries > 0:
+        while tries > 0 and small > 0:
             unread = np.flatnonzero(self.b_layout < 0)
             pick = next((k for k in unread[:64].tolist() if k not in failed), None)
             if pick is None:
@@ -628,6 +633,8 @@ class ChunkRun:
             if self.b_layout[pick] < 0:  # (not its own line, in polars: learn no more from it)
                 failed.add(pick)
                 tries -= 1
+            elif int(np.count_nonzero(self.b_layout == fast.index[layout.pattern])) < _FEW_LINES:
+                small -= 1
         with fast._lock:  # the rows each layout read here: the order the next chunk tries
             n = len(fast.recent)
             fast.recent[:] = np.bincount(self.b_layout[self.b_layout >= 0], minlength=n)[

@@ -91,9 +91,14 @@ AHEAD = 2  # chunks prepared at once on worker threads while the main thread wal
 # Layouts kept (a log of many prefixes, `grep` over many files, has a few for each); a
 # chunk tries those that read lines in the last chunk matched, then at most
 # `_STALE_TRIES` others (the most used first), and learns the rest again when it meets them
-_MAX_LAYOUTS = 512
+_MAX_LAYOUTS = 4096
 _STALE_TRIES = 8
-_LEARN_PER_CHUNK = 8  # lines a chunk tries to learn from that teach no new layout
+# lines a chunk learns from that teach no new layout (8), and layouts it learns of fewer
+# than `_FEW_LINES` lines (8, or one in `_TRY_SHARE` of its candidates: learning costs a
+# millisecond or two, so a chunk of lines that each teach their own layout costs at most
+# about twice its reading)
+_LEARN_PER_CHUNK = 8
+_FEW_LINES, _TRY_SHARE = 8, 64
 _NUM = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # every number a layout's line holds, in order
 # A layout's numbers read with its match (`_Layout.capture`) up to this many; beyond, the
 # regex engine leaves its one-pass automaton and capturing costs more than matching and
@@ -191,6 +196,9 @@ class _Layout:
     # the reader's tags of the fields it does not know (`Reader._unknown_field`: noted once
     # a file, each): a line of the layout that would note one first is fed
     unknown: frozenset[str] = frozenset()
+    # the literal text every line of the layout starts with (the pattern's, up to its first
+    # number): candidates that do not are passed over before the regex (`ChunkRun._try`)
+    head: str = ""
 
 
 # ---------------------------------------------------------------------- learning
@@ -734,6 +742,10 @@ class Fast:
         layout = _learn(text)
         if layout is None:
             return None
+        digit = re.search("[0-9]", text)
+        head = text[: digit.start()] if digit is not None else ""
+        if layout.pattern.startswith("^" + _rx(head)):
+            layout = replace(layout, head=head)
         with self._lock:
             at = self.index.get(layout.pattern)
             if at is not None:
@@ -797,6 +809,11 @@ class ChunkRun:
             int, tuple[npt.NDArray[np.int64], Any, pl.Series | None, pl.Series | None]
         ] = {}
         self.unread = np.full(n, -1, np.int8)  # the index of an unread line's kind
+        # the candidates' texts before their first digit, numbered (`_heads`)
+        self._head_rows: npt.NDArray[np.int64] | None = None
+        self._tries = 0  # layouts tried on the chunk's candidates (`_try`)
+        self._head_code: dict[str, int] = {}
+        self._head_of: npt.NDArray[np.int64] = np.empty(0, np.int64)
         self.fed = np.zeros(n, np.bool_)
         self.fed[word & ~plain] = True
         if len(cand):
@@ -827,6 +844,8 @@ class ChunkRun:
             self.f.recent[: len(got)] = got.tolist()
 
     def _match_each(self, cand: npt.NDArray[np.int64]) -> None:
+        import numpy as np
+
         f = self.f
         with f._lock:
             known = sorted(range(len(f.layouts)), key=lambda li: (-f.recent[li], -f.hits[li]))
@@ -836,10 +855,11 @@ class ChunkRun:
             if not self._try(cand, li):
                 return
         failed: set[str] = set()
-        tries = _LEARN_PER_CHUNK  # spent by a line that teaches nothing new (`_MAX_LAYOUTS`
-        # bounds the rest: the first chunk of a log whose prefix numbers change width, as
-        # `grep -n`'s do, learns a few layouts of each width)
-        while tries > 0:
+        # a line that teaches nothing new spends a try, a layout of few lines one of `small`
+        # (the first chunk of a log whose prefix numbers change width, as `grep -n`'s do,
+        # learns a few layouts of each width; `grep -r` over many files, a few of each file)
+        tries, small = _LEARN_PER_CHUNK, max(_LEARN_PER_CHUNK, len(cand) // _TRY_SHARE)
+        while tries > 0 and small > 0:
             open_ = cand[self.layout[cand] < 0]
             pick = next((r for r in open_[:64].tolist() if self.t[r] not in failed), None)
             if pick is None:
@@ -856,6 +876,8 @@ class ChunkRun:
             if self.layout[pick] < 0:  # (not its own line, in polars: learn no more from it)
                 failed.add(text)
                 tries -= 1
+            elif int(np.count_nonzero(self.layout[open_] == new)) < _FEW_LINES:
+                small -= 1
 
     def _try(self, cand: npt.NDArray[np.int64], li: int) -> bool:
         """Match the candidates no layout read with layout `li`, and read the numbers of
@@ -867,7 +889,19 @@ class ChunkRun:
         if len(open_) == 0:
             return False
         lay = self.f.layouts[li]
-        text = self.t.gather(open_)
+        self._tries += 1
+        # many layouts tried (a log of many prefixes): each regex over its own lines only
+        by_head = bool(lay.head) and self._tries > _STALE_TRIES
+        text = None if by_head else self.t.gather(open_)
+        if by_head:
+            near = self._heads(cand, lay.head)[self.layout[cand] < 0]
+            if not near.all():
+                open_ = open_[near]
+                if len(open_) == 0:
+                    return True
+                text = self.t.gather(open_)
+        if text is None:
+            text = self.t.gather(open_)
         if not lay.capture:
             hit = text.str.contains(lay.pattern).to_numpy()
             if hit.any():
@@ -891,6 +925,25 @@ class ChunkRun:
         with self.f._lock:
             self.f.hits[li] += int(hit.sum())
         return True
+
+    def _heads(self, cand: npt.NDArray[np.int64], head: str) -> npt.NDArray[np.bool_]:
+        """Which candidates start with `head` up to their first digit (a layout's lines do):
+        each candidate's text before its first digit, numbered once a chunk."""
+        import numpy as np
+        import polars as pl
+
+        if self._head_rows is not cand:
+            heads = self.t.gather(cand).str.extract("^([^0-9]*)", 1).fill_null("")
+            seen = heads.unique(maintain_order=True)
+            self._head_code = dict(zip(seen.to_list(), range(len(seen)), strict=True))
+            self._head_of = heads.replace_strict(
+                seen, pl.Series(range(len(seen)), dtype=pl.Int64), return_dtype=pl.Int64
+            ).to_numpy()
+            self._head_rows = cand
+        code = self._head_code.get(head)
+        if code is None:
+            return np.zeros(len(cand), np.bool_)
+        return np.asarray(self._head_of == code)
 
     def _numbers(
         self, lay: _Layout, rows: npt.NDArray[np.int64]

@@ -216,13 +216,18 @@ def _steady(ctx: ParseContext) -> Reader:
     return r
 
 
-def _read_alone(text: str, idle: bool = False) -> tuple[list[Record], dict[str, int]]:
-    """What the steady reader (`idle`: after an idle interval) yields from one line (its
-    notes too), and its counts."""
+def _read_one(text: str, idle: bool) -> tuple[list[Record], ParseContext, Reader]:
+    """What the steady reader (`idle`: after an idle interval) yields from one line, with
+    its context (notes, counts) and the reader."""
     ctx = ParseContext(file="")
     reader = _steady(ctx)
     reader._idle = idle
-    records = list(reader.feed(Line(1, text)))
+    return list(reader.feed(Line(1, text))), ctx, reader
+
+
+def _read_alone(text: str, idle: bool = False) -> tuple[list[Record], dict[str, int]]:
+    """What the steady reader yields from one line (its notes too), and its counts."""
+    records, ctx, _ = _read_one(text, idle)
     return records + list(ctx.diagnostics), dict(ctx.counts)
 
 
@@ -231,10 +236,7 @@ def _read_noting(
 ) -> tuple[list[Record], dict[str, int], frozenset[str]]:
     """`_read_alone`, with the unknown fields' notes left out and their tags given apart
     (those notes come once a file: the walk feeds the line that would give one first)."""
-    ctx = ParseContext(file="")
-    reader = _steady(ctx)
-    reader._idle = idle
-    records = list(reader.feed(Line(1, text)))
+    records, ctx, reader = _read_one(text, idle)
     notes = [d for d in ctx.diagnostics if d.code != "unknown-field"]
     tags = frozenset(reader._unknown) if len(notes) < len(ctx.diagnostics) else frozenset()
     return records + notes, dict(ctx.counts), tags

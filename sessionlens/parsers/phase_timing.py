@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple
 
-from .. import metrics
+from .. import _learning, metrics
 from .._codes import present_codes
 from .._lines import Line, SourceText
 from ..model import BlockStart, BlockStarts, Record, Sample
@@ -151,14 +151,11 @@ class Reader:
         layout = np.full(len(rows), -1, np.int64)
         with self._lock:
             layouts = list(self._layouts)
-            order = sorted(range(len(layouts)), key=lambda li: -self._recent[li])
-            fresh = sum(1 for li in order if self._recent[li] > 0)
-        _match(cand, layout, layouts, order[: fresh + _STALE_TRIES])
+            order = _learning.tried(range(len(layouts)), self._recent)
+        _match(cand, layout, layouts, order)
         failed = np.zeros(len(rows), np.bool_)
-        # a line that teaches nothing spends a try, a layout of few lines one of `small` (a
-        # chunk of `grep -r` output over many files learns a few layouts of each file)
-        tries, small = _LEARN_PER_CHUNK, max(_LEARN_PER_CHUNK, len(rows) // _TRY_SHARE)
-        while tries > 0 and small > 0:
+        budget = _learning.Budget(len(rows))
+        while budget:
             unread = np.flatnonzero((layout < 0) & ~failed)
             if len(unread) == 0:
                 break
@@ -166,10 +163,10 @@ class Reader:
             new = learn(cand[k], rank_spans)
             if new is None:
                 failed[k] = True
-                tries -= 1
+                budget.failed()
                 continue
             with self._lock:
-                if new not in self._layouts and len(self._layouts) < _MAX_LAYOUTS:
+                if new not in self._layouts and len(self._layouts) < _learning.MAX_LAYOUTS:
                     self._layouts.append(new)
                     self._recent.append(0)
                 if new not in self._layouts:
@@ -178,12 +175,11 @@ class Reader:
             _match(cand, layout, layouts, [layouts.index(new)])
             if layout[k] < 0:  # (the layout does not read its own line in polars: no more)
                 failed[k] = True
-                tries -= 1
-            elif int(np.count_nonzero(layout == layouts.index(new))) < _FEW_LINES:
-                small -= 1
-        with self._lock:  # the lines each layout read here: the order the next chunk tries
-            n = len(self._recent)
-            self._recent[:] = np.bincount(layout[layout >= 0], minlength=n)[:n].tolist()
+                budget.failed()
+            else:
+                budget.learned(int(np.count_nonzero(layout == layouts.index(new))))
+        with self._lock:  # the order the next chunk tries them in (`_learning.tried`)
+            self._recent[:] = _learning.recent_counts(layout, len(self._recent))
         return _plan(t, rows, layout, layouts, cand)
 
     def take(self, plan: PhasePlan, lo: int, hi: int, first: int) -> BlockStarts | None:
@@ -384,16 +380,6 @@ class Reader:
 #   what rounding an exact sum at the printed decimals gives (`_ms_sum`, `_share_sum`);
 # - a run of phase lines is read in bulk only when the lines before and after it are no
 #   phase line: no block is open at its start, and the line after it ends its last block.
-# Layouts kept (a log of many prefixes, `grep` over many files, has a few for each); a
-# chunk tries those that read lines in the last chunk planned, then at most `_STALE_TRIES`
-# others, and learns the rest again when it meets them
-_MAX_LAYOUTS = 4096
-_STALE_TRIES = 8
-# lines a chunk learns from that teach no layout (8), and layouts it learns of fewer than
-# `_FEW_LINES` lines (8, or one in `_TRY_SHARE` of its candidates: a chunk of lines that
-# each teach their own layout costs at most about twice its reading)
-_LEARN_PER_CHUNK = 8
-_FEW_LINES, _TRY_SHARE = 8, 64
 _MS_SHAPE = re.compile(r"[0-9]{1,8}(?:\.(?P<d>[0-9]{1,6}))?")
 _SHARE_SHAPE = re.compile(r"(?P<gap> *)\( *[0-9]{1,3}(?:\.(?P<d>[0-9]{1,6}))?%\)")
 _TOTALS = ("verify_ms_per_cycle", "verify_share", "draft_ms_per_cycle", "cycle_ms")

@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ... import _lines
+from ... import _learning, _lines
 from ..._codes import numbered, present_codes
 from ..._lines import Chunk, Line, SourceText
 from ...model import (
@@ -83,11 +83,6 @@ if TYPE_CHECKING:
 # Chunks are split, classified and matched on worker threads; the main thread walks them in
 # order. `tests/parsers/test_sglang_server_fast.py` compares both paths on every fixture.
 
-# Layouts kept (a log of many prefixes, `grep` over many files, has a few for each); a
-# chunk tries those that read lines in the last chunk prepared, then at most
-# `_STALE_TRIES` others of a kind (the most used first), and learns the rest again
-_MAX_LAYOUTS = 4096
-_STALE_TRIES = 8
 _MAX_FAILED = 4096  # shapes of lines learning gave nothing for, remembered at most
 _DIGITS_AS_ZERO = str.maketrans("123456789", "000000000")
 # batch lines `feed` takes in a chunk before the rest of it goes there too, once they are
@@ -97,12 +92,6 @@ _MAX_FEEDS = 256
 _FEED_SHARE = 16
 _STATEFUL_RX = re.compile(f"batch|server_args=|{re.escape(_BENCH_WORD)}")  # `_stateful`'s
 AHEAD = 2  # chunks prepared at once on worker threads while the main thread walks one
-# unread batch lines a chunk's preparation learns from that teach no new layout (8), and
-# layouts it learns of fewer than `_FEW_LINES` lines (8, or one in `_TRY_SHARE` of its batch
-# lines: learning costs about a millisecond, so a chunk of lines that each teach their own
-# layout costs at most about twice its reading)
-_LEARN_PER_CHUNK = 8
-_FEW_LINES, _TRY_SHARE = 8, 64
 _WINDOW = 8192  # batch rows decided at once at first; the window grows while all goes well
 
 # The lines `feed` must see beside batch lines: those holding one of the reader's words.
@@ -519,7 +508,7 @@ class Fast:
         at = self.index.get(layout.pattern)
         if at is not None:
             return self.layouts[at]
-        if len(self.layouts) >= _MAX_LAYOUTS:
+        if len(self.layouts) >= _learning.MAX_LAYOUTS:
             return None
         ids = []
         for metric, _, _ in layout.outputs:
@@ -615,11 +604,10 @@ class ChunkRun:
         self._match(np.ones(nb, np.bool_), layouts)
         # A layout is a function of a line's text alone: learn from lines no known layout
         # reads (a first chunk, a restart with a newer version) here, not line by line.
-        # (a line that teaches nothing new spends a try, a layout of few lines one of `small`:
-        # a chunk of `grep -r` output over many files learns a few layouts of each file)
-        tries, small = _LEARN_PER_CHUNK, max(_LEARN_PER_CHUNK, nb // _TRY_SHARE)
+        # (a chunk of `grep -r` output over many files learns a few layouts of each file)
+        budget = _learning.Budget(nb)
         failed: set[int] = set()
-        while tries > 0 and small > 0:
+        while budget:
             unread = np.flatnonzero(self.b_layout < 0)
             pick = next((k for k in unread[:64].tolist() if k not in failed), None)
             if pick is None:
@@ -627,19 +615,16 @@ class ChunkRun:
             layout = fast.learn(self.b_t[pick])
             if layout is None or fast.index[layout.pattern] in self.tried:
                 failed.add(pick)
-                tries -= 1
+                budget.failed()
                 continue
             self._match(np.arange(nb) > pick - 1, [layout])
             if self.b_layout[pick] < 0:  # (not its own line, in polars: learn no more from it)
                 failed.add(pick)
-                tries -= 1
-            elif int(np.count_nonzero(self.b_layout == fast.index[layout.pattern])) < _FEW_LINES:
-                small -= 1
-        with fast._lock:  # the rows each layout read here: the order the next chunk tries
-            n = len(fast.recent)
-            fast.recent[:] = np.bincount(self.b_layout[self.b_layout >= 0], minlength=n)[
-                :n
-            ].tolist()
+                budget.failed()
+            else:
+                budget.learned(int(np.count_nonzero(self.b_layout == fast.index[layout.pattern])))
+        with fast._lock:  # the order the next chunk tries them in (`_learning.tried`)
+            fast.recent[:] = _learning.recent_counts(self.b_layout, len(fast.recent))
         self._set_feeds()
         self._read_ahead()
 
@@ -691,12 +676,8 @@ class ChunkRun:
         open_ = cand & (self.b_layout < 0)
         queues: dict[str, list[_Layout]] = {}
         for kind in ("decode", "prefill"):
-            ranked = sorted(
-                (lay for lay in layouts if lay.kind == kind),
-                key=lambda lay: (-f.recent[f.index[lay.pattern]], -f.hits[f.index[lay.pattern]]),
-            )
-            fresh = sum(1 for lay in ranked if f.recent[f.index[lay.pattern]] > 0)
-            queues[kind] = ranked[: fresh + _STALE_TRIES]
+            mine = {f.index[lay.pattern]: lay for lay in layouts if lay.kind == kind}
+            queues[kind] = [mine[li] for li in _learning.tried(mine, f.recent, f.hits)]
         for queue in queues.values():
             for lay in queue:
                 self.tried.add(f.index[lay.pattern])

@@ -19,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ... import _lines
+from ... import _learning, _lines
 from ..._lines import Chunk, Line
 from ...model import BATCH_COLUMNS, Record, Sample, SampleBatch, batch_columns
 from .._fields import VALUE_NUMBER, keyed_fields, lookup_field
@@ -88,17 +88,6 @@ if TYPE_CHECKING:
 # order, feeding what must be fed, and hands each chunk's samples over in line order.
 
 AHEAD = 2  # chunks prepared at once on worker threads while the main thread walks one
-# Layouts kept (a log of many prefixes, `grep` over many files, has a few for each); a
-# chunk tries those that read lines in the last chunk matched, then at most
-# `_STALE_TRIES` others (the most used first), and learns the rest again when it meets them
-_MAX_LAYOUTS = 4096
-_STALE_TRIES = 8
-# lines a chunk learns from that teach no new layout (8), and layouts it learns of fewer
-# than `_FEW_LINES` lines (8, or one in `_TRY_SHARE` of its candidates: learning costs a
-# millisecond or two, so a chunk of lines that each teach their own layout costs at most
-# about twice its reading)
-_LEARN_PER_CHUNK = 8
-_FEW_LINES, _TRY_SHARE = 8, 64
 _NUM = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # every number a layout's line holds, in order
 # A layout's numbers read with its match (`_Layout.capture`) up to this many; beyond, the
 # regex engine leaves its one-pass automaton and capturing costs more than matching and
@@ -752,7 +741,7 @@ class Fast:
             at = self.index.get(layout.pattern)
             if at is not None:
                 return at
-            if len(self.layouts) >= _MAX_LAYOUTS:
+            if len(self.layouts) >= _learning.MAX_LAYOUTS:
                 return None
             self.layouts.append(layout)
             self.hits.append(0)
@@ -838,30 +827,25 @@ class ChunkRun:
         """Each candidate's layout: the known ones, the one that read most in the chunk
         matched last first (then most in all), then those learned from lines no layout
         reads (a first chunk, a restart, a new field)."""
-        import numpy as np
 
         self._match_each(cand)
-        got = np.bincount(self.layout[cand][self.layout[cand] >= 0], minlength=len(self.f.hits))
-        with self.f._lock:
-            self.f.recent[: len(got)] = got.tolist()
+        with self.f._lock:  # the order the next chunk tries them in (`_learning.tried`)
+            self.f.recent[:] = _learning.recent_counts(self.layout[cand], len(self.f.recent))
 
     def _match_each(self, cand: npt.NDArray[np.int64]) -> None:
         import numpy as np
 
         f = self.f
         with f._lock:
-            known = sorted(range(len(f.layouts)), key=lambda li: (-f.recent[li], -f.hits[li]))
-            fresh = sum(1 for li in known if f.recent[li] > 0)
-        known = known[: fresh + _STALE_TRIES]
+            known = _learning.tried(range(len(f.layouts)), f.recent, f.hits)
         for li in known:
             if not self._try(cand, li):
                 return
         failed: set[str] = set()
-        # a line that teaches nothing new spends a try, a layout of few lines one of `small`
         # (the first chunk of a log whose prefix numbers change width, as `grep -n`'s do,
         # learns a few layouts of each width; `grep -r` over many files, a few of each file)
-        tries, small = _LEARN_PER_CHUNK, max(_LEARN_PER_CHUNK, len(cand) // _TRY_SHARE)
-        while tries > 0 and small > 0:
+        budget = _learning.Budget(len(cand))
+        while budget:
             open_ = cand[self.layout[cand] < 0]
             pick = next((r for r in open_[:64].tolist() if self.t[r] not in failed), None)
             if pick is None:
@@ -870,16 +854,16 @@ class ChunkRun:
             new = f.learn(text)
             if new is None or new in known:
                 failed.add(text)
-                tries -= 1
+                budget.failed()
                 continue
             known.append(new)
             if not self._try(cand, new):
                 return
             if self.layout[pick] < 0:  # (not its own line, in polars: learn no more from it)
                 failed.add(text)
-                tries -= 1
-            elif int(np.count_nonzero(self.layout[open_] == new)) < _FEW_LINES:
-                small -= 1
+                budget.failed()
+            else:
+                budget.learned(int(np.count_nonzero(self.layout[open_] == new)))
 
     def _try(self, cand: npt.NDArray[np.int64], li: int) -> bool:
         """Match the candidates no layout read with layout `li`, and read the numbers of
@@ -893,7 +877,7 @@ class ChunkRun:
         lay = self.f.layouts[li]
         self._tries += 1
         # many layouts tried (a log of many prefixes): each regex over its own lines only
-        by_head = bool(lay.head) and self._tries > _STALE_TRIES
+        by_head = bool(lay.head) and self._tries > _learning.STALE_TRIES
         text = None if by_head else self.t.gather(open_)
         if by_head:
             near = self._heads(cand, lay.head)[self.layout[cand] < 0]

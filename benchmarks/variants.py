@@ -78,11 +78,11 @@ def _new_field(i: int, line: str, rng: random.Random) -> str:
     return line.replace(", Running:", f", Waiting for KV: {i % 3} reqs, Running:", 1)
 
 
-def _grep_many(lines: list[str], rng: random.Random) -> Iterator[str]:
-    """`grep -r` over a results tree: each file's lines behind its path, 150 files in
-    folders named by words (a config's name), one file after another."""
+def grep_r(lines: list[str], rng: random.Random, files: int = 150) -> Iterator[str]:
+    """`grep -r` over a results tree: the lines split into `files` files in turn, each
+    file's lines behind its path, in a folder named by a word (a config's name)."""
     letters = "abcdefghijklmnopqrstuvwxyz-"
-    names = ["".join(rng.choice(letters) for _ in range(8)) for _ in range(150)]
+    names = ["".join(rng.choice(letters) for _ in range(8)) for _ in range(files)]
     per = max(len(lines) // len(names), 1)
     for i, line in enumerate(lines):
         yield f"results/{names[min(i // per, len(names) - 1)]}/server.log:{line}"
@@ -159,7 +159,7 @@ VARIANTS: dict[str, tuple[str, Rewrite]] = {
         "`grep` over files: `logs/run-N/server.log:`",
         _each(lambda i, x, r: f"logs/run-{i // 100000}/server.log:{x}"),
     ),
-    "grep-many": ("`grep -r` over 150 files in folders named by words", _grep_many),
+    "grep-many": ("`grep -r` over 150 files in folders named by words", grep_r),
     "grep-n": (
         "`grep -n` over two files: a line number of growing width",
         _each(lambda i, x, r: f"logs/node{i % 2}/server.log:{i + 1}:{x}"),

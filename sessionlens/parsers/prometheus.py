@@ -55,12 +55,15 @@ _SAMPLE = re.compile(
 )
 # A series line every reader reads alike, in polars' (Rust) regex syntax: `_SAMPLE`'s name and
 # labels, one space, a plain number of ASCII digits (`read_number` reads it as `float` does:
-# no special word, no cut, no `\\d` beyond ASCII), no timestamp, nothing around it. The bulk
-# path splits such lines in polars (`_Lines.split`); any other line goes through `feed`.
+# no special word, no cut, no `\\d` beyond ASCII), then maybe one space and a timestamp of the
+# same kind (`/federate`'s milliseconds) and an OpenMetrics exemplar after ` # {` (passed
+# over), nothing else around it. The bulk path splits such lines in polars (`_Lines.split`);
+# any other line goes through `feed`.
 _NUMBER_RX = r"[-+]?(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?"  # a plain number
+_EXEMPLAR = " # {"  # where an OpenMetrics exemplar starts (`_SAMPLE`'s, as one space writes it)
 _PLAIN_RX = (
     r'^([A-Za-z_:][A-Za-z0-9_:]*)(?:\{((?:[^}"]|"(?:[^"\\]|\\.)*")*)\})? '
-    rf"({_NUMBER_RX})$"
+    rf"({_NUMBER_RX})(?: ({_NUMBER_RX}))?(?: #[ \t]*\{{.*)?$"
 )
 _HELP = "# HELP "  # a comment line `feed` reads nothing from (no scrape, TYPE or EOF)
 _CACHED = 1 << 16  # label texts, keys and names remembered per reader, at most
@@ -585,11 +588,12 @@ def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
 # ---------------------------------------------------------------------- the bulk path
 #
 # A server's scrapes are laid out alike, scrape after scrape: the same series in the same
-# order under the same `# HELP` and `# TYPE` lines; only the numbers (and a `# scrape` line's
-# time) change. The bulk path learns that layout from two scrape starts the reader found
-# (`_Template`: the lines from one start to the next), then compares the lines that follow
-# with it, block by block, in polars (each line's text up to a last number, and whether a
-# number ends it).
+# order under the same `# HELP` and `# TYPE` lines; only the numbers (values, timestamps,
+# exemplars, a `# scrape` line's time) change. The bulk path learns that layout from two
+# scrape starts the reader found (`_Template`: the lines from one start to the next), then
+# compares the lines that follow with it, block by block, in polars (each line's shape: its
+# text up to a last number, a series line's up to its value; whether a number ends it, and
+# a timestamp follows the value).
 # A run of blocks laid out alike is one scrape each: their numbers are read in one cast, and
 # what `Reader._close` would give for each is worked out with numpy over all of them
 # (`_Run`). A scrape that warns, restarts or says something once (the first acceptance
@@ -605,19 +609,21 @@ _LAST_NUMBER_RX = rf"( {_NUMBER_RX})$"
 class _Template:
     """The lines of one scrape as the reader read them, from its start to the next's.
 
-    Per line: the text, the text without a last number (`_LAST_NUMBER_RX`), whether it is
-    a plain series line (`_PLAIN_RX`) and whether it ends in a number. A line of a block
-    is laid out as the template's when it is a plain series line of the same series (the
-    same text up to the number, and a number), or else the same text; the first, a
-    `# scrape` line, with any time. What such a block holds: its series lines' offsets
-    and keys, its lines of other exporters' series, the `# TYPE` lines (each must agree
-    with what the reader holds: then reading them again changes nothing), whether a
-    `# EOF` ends it."""
+    Per line: the text, its shape (`_split`: the text without a last number, a series
+    line's without its value, timestamp and exemplar), whether it is a plain series line
+    (`_PLAIN_RX`), whether it ends in a number and whether a timestamp follows its value.
+    A line of a block is laid out as the template's when it is a plain series line of the
+    same series (the same shape, a number, a timestamp where the template's has one), or
+    else the same text; the first, a `# scrape` line, with any time. What such a block
+    holds: its series lines' offsets and keys, its lines of other exporters' series, the
+    `# TYPE` lines (each must agree with what the reader holds: then reading them again
+    changes nothing), whether a `# EOF` ends it."""
 
     texts: pl.Series
     shapes: pl.Series
     plain: npt.NDArray[np.bool_]
     numbered: npt.NDArray[np.bool_]
+    stamped: npt.NDArray[np.bool_]
     marker: bool
     eof: bool
     offsets: npt.NDArray[np.int64]
@@ -682,11 +688,12 @@ class _Bulk:
         names: list[str | None] = []
         bodies: list[str | None] = []
         numbers: list[str | None] = []
+        stamps: list[str | None] = []
         texts: list[str] = []
         while i < n:
             if i >= hi:  # the next lines, split, as Python lists
                 lo, hi = i, min(n, i + width)
-                names, bodies, numbers, texts = lines.split(lo, hi)
+                names, bodies, numbers, stamps, texts = lines.split(lo, hi)
                 width = min(width * 2, 1 << 13)
             k = i - lo
             name = names[k]
@@ -701,7 +708,7 @@ class _Bulk:
                 if labels is None:  # labels `_labels` does not read: `feed` says so
                     got = reader.feed(Line(first + i, texts[k]))
                 else:
-                    got = series(first + i, name, labels, float(numbers[k] or ""), None)
+                    got = series(first + i, name, labels, float(numbers[k] or ""), stamps[k])
             if got:  # (an empty list, mostly)
                 for rec in got:
                     if isinstance(rec, Sample):
@@ -773,19 +780,30 @@ class _Bulk:
 
 
 class _Split(NamedTuple):
-    """A chunk's lines split by polars (`_lines.polars_lines`), each without a last number,
-    and that number (with the space before it; null when the line ends in none)."""
+    """A chunk's lines split by polars (`_lines.polars_lines`): each line's shape (its text
+    without a last number; a series line's without its value, timestamp and exemplar, as
+    `_split` finds them), that number or value (with the space before it; null when the
+    line ends in none), and a series line's timestamp (null when it has none)."""
 
     texts: pl.Series
     shapes: pl.Series
     numbers: pl.Series
+    stamps: pl.Series
     values: npt.NDArray[np.float64]  # the numbers read (NaN where none, or not read)
     unread: npt.NDArray[np.bool_]  # a number polars does not read as a float
+    stamped: npt.NDArray[np.bool_]  # a timestamp after the value
 
 
 def _split(chunk: Chunk) -> _Split | None:
     """`_Split` of a chunk (a worker thread: it touches no state but the chunk's line
-    count); None when polars might not split it as `_lines` does."""
+    count); None when polars might not split it as `_lines` does.
+
+    From the end of each line, with literal splits and end-anchored extracts only (a regex
+    over whole lines costs ten times more): a line not of `#` loses an exemplar (from the
+    first ` # {`, where a number ends the text before it); its last number is taken, and
+    where the text before that ends in a number too, the two are its value and timestamp.
+    What this finds is checked against `_PLAIN_RX` wherever it is relied on
+    (`_Lines.learn`)."""
     import polars as pl
 
     from .._lines import polars_lines
@@ -794,17 +812,40 @@ def _split(chunk: Chunk) -> _Split | None:
     if split is None:
         return None
     t = split[0]
-    found = t.to_frame("t").with_columns(n=pl.col("t").str.extract(_LAST_NUMBER_RX))
-    found = found.with_columns(
-        s=pl.col("t").str.strip_suffix(pl.col("n").fill_null("")),
-        v=pl.col("n").str.slice(1).cast(pl.Float64, strict=False),
-    ).with_columns(unread=pl.col("v").is_null() & pl.col("n").is_not_null())
+    last = pl.col("b").str.extract(_LAST_NUMBER_RX)
+    series = ~pl.col("t").str.starts_with("#")
+    found = (
+        t.to_frame("t")
+        .with_columns(
+            e=pl.when(series & pl.col("t").str.contains(_EXEMPLAR, literal=True))
+            .then(pl.col("t").str.split_exact(_EXEMPLAR, 1).struct.field("field_0"))
+            .otherwise(None)
+        )
+        .with_columns(
+            b=pl.when(pl.col("e").str.contains(_LAST_NUMBER_RX))
+            .then(pl.col("e"))
+            .otherwise(pl.col("t"))
+        )
+        .with_columns(n=last)
+        .with_columns(b=pl.col("b").str.strip_suffix(pl.col("n").fill_null("")))
+        .with_columns(v=pl.when(series & pl.col("n").is_not_null()).then(last))
+        .with_columns(
+            stamped=pl.col("v").is_not_null(),
+            s=pl.col("b").str.strip_suffix(pl.col("v").fill_null("")),
+            n=pl.coalesce("v", "n"),
+            ts=pl.when(pl.col("v").is_not_null()).then(pl.col("n").str.slice(1)),
+        )
+        .with_columns(f=pl.col("n").str.slice(1).cast(pl.Float64, strict=False))
+        .with_columns(unread=pl.col("f").is_null() & pl.col("n").is_not_null())
+    )
     return _Split(
         t,
         found["s"],
         found["n"],
-        found["v"].to_numpy(),
+        found["ts"],
+        found["f"].to_numpy(),
         found["unread"].to_numpy(),
+        found["stamped"].to_numpy(),
     )
 
 
@@ -815,32 +856,42 @@ class _Lines:
 
     def __init__(self, split: _Split, first: int):
         self.texts, self.shapes, self.numbers = split.texts, split.shapes, split.numbers
+        self.stamps, self.stamped = split.stamps, split.stamped
         self.values, self.unread = split.values, split.unread
         self.numbered = split.numbers.is_not_null().to_numpy()
         self.first = first
 
     def split(
         self, lo: int, hi: int
-    ) -> tuple[list[str | None], list[str | None], list[str | None], list[str]]:
-        """Lines `lo` to `hi` (not included): a plain series line's name, labels and number
-        (`_PLAIN_RX`; None for any other line), and the text."""
+    ) -> tuple[list[str | None], list[str | None], list[str | None], list[str | None], list[str]]:
+        """Lines `lo` to `hi` (not included): a plain series line's name, labels, number
+        and timestamp (`_PLAIN_RX`; None for any other line), and the text."""
         import polars as pl
 
         texts = self.texts.slice(lo, hi - lo)
         parts = texts.to_frame("t").select(
             pl.col("t").str.extract_groups(_PLAIN_RX).struct.unnest()
         )
-        return (parts["1"].to_list(), parts["2"].to_list(), parts["3"].to_list(), texts.to_list())
+        return (
+            parts["1"].to_list(),
+            parts["2"].to_list(),
+            parts["3"].to_list(),
+            parts["4"].to_list(),
+            texts.to_list(),
+        )
 
     def learn(self, reader: Reader, start: int, end: int) -> _Template | None:
         """The template of the lines from one scrape start to the next, the reader having
         read them; None when a block laid out so could not be read in bulk (a line that
-        warns, a series line with a timestamp or a special number, a `# scrape` line or a
-        series line after `# EOF`, a series twice)."""
+        warns, a series line with a special number, a `# scrape` line or a series line after
+        `# EOF`, a series twice, a series line whose value or timestamp `_split` did not find
+        as `_PLAIN_RX` reads them)."""
         import numpy as np
         import polars as pl
 
-        names, bodies, _, texts = self.split(start, end)
+        names, bodies, numbers, stamps, texts = self.split(start, end)
+        found = self.numbers.slice(start, end - start).to_list()
+        found_stamps = self.stamps.slice(start, end - start).to_list()
         marker = eof = False
         offsets: list[int] = []
         keys: list[Key] = []
@@ -867,7 +918,7 @@ class _Lines:
                         return None  # a series of ours without its number: warned
                     continue
                 if m["name"].startswith(_PREFIXES) or m["name"] in _START_TIMES:
-                    return None  # read by `feed` alone: a timestamp, NaN, labels cut ...
+                    return None  # read by `feed` alone: NaN, labels cut, tabs ...
                 other += 1
                 continue
             if not name.startswith(_PREFIXES) and name not in _START_TIMES:
@@ -876,6 +927,8 @@ class _Lines:
             labels = reader._labels(body)
             if labels is None:  # (a series after `# EOF` would have started a scrape)
                 return None
+            if found[k] != f" {numbers[k]}" or found_stamps[k] != stamps[k]:
+                return None  # (a label's text that looks like an exemplar's start)
             offsets.append(k)
             keys.append((name, labels))
         if not keys or len(set(keys)) < len(keys) or not (marker or offsets[0] == 0):
@@ -885,6 +938,7 @@ class _Lines:
             pl.Series(self.shapes.slice(start, end - start).to_list(), dtype=pl.String),
             np.array([name is not None for name in names], dtype=bool),
             self.numbered[start:end].copy(),
+            self.stamped[start:end].copy(),
             marker,
             eof,
             np.array(offsets, dtype=np.int64),
@@ -940,8 +994,10 @@ class _Lines:
         size = template.n
         idx = np.tile(np.arange(size), rows // size)
         same = self.shapes.slice(at, rows).eq_missing(template.shapes.gather(idx)).to_numpy()
-        alike: npt.NDArray[np.bool_] = same & (
-            self.numbered[at : at + rows] == template.numbered[idx]
+        alike: npt.NDArray[np.bool_] = (
+            same
+            & (self.numbered[at : at + rows] == template.numbered[idx])
+            & (self.stamped[at : at + rows] == template.stamped[idx])
         )
         whole = np.flatnonzero(template.numbered & ~template.plain)
         if whole.size:
@@ -966,6 +1022,31 @@ class _Item(NamedTuple):
     offset: int
     values: npt.NDArray[np.float64]
     given: npt.NDArray[np.bool_] | None
+
+
+def _times(
+    template: _Template, lines: _Lines, starts: npt.NDArray[np.int64], marked: list[str | None]
+) -> tuple[list[str | None], list[float | None]]:
+    """Each block's scrape time as the reader holds it once the block is read: the
+    `# scrape` line's, while it reads as a time; else the timestamp of the first series
+    line whose timestamp reads as one (`Reader._series`: a timestamp that does not read is
+    held until the next series line's replaces it)."""
+    seconds = [epoch_seconds(s) if s else None for s in marked]
+    which = template.offsets[template.stamped[template.offsets]]  # series lines with one
+    if not len(which) or all(s is not None for s in seconds):
+        return marked, seconds
+    stamps = list(marked)
+    firsts = lines.stamps.gather(starts + which[0]).to_list()
+    for j, first in enumerate(firsts):
+        if seconds[j] is not None:
+            continue
+        stamps[j], seconds[j] = first, epoch_seconds(first or "")
+        if seconds[j] is None:  # (rare: the block's other timestamps, one by one)
+            for ts in lines.stamps.gather(starts[j] + which[1:]).to_list():
+                stamps[j], seconds[j] = ts, epoch_seconds(ts or "")
+                if seconds[j] is not None:
+                    break
+    return stamps, seconds
 
 
 class _Run:
@@ -996,8 +1077,9 @@ class _Run:
             values = lines.values[rows]
         self.values = values.reshape(m, len(template.keys))
         self.heads = starts + lines.first  # each block's first line number
-        self.stamps = stamps if template.marker else [None] * m
-        self.seconds = [epoch_seconds(s) if s else None for s in self.stamps]
+        self.stamps, self.seconds = _times(
+            template, lines, starts, stamps if template.marker else [None] * m
+        )
         dropped = reader._duplicates(template.keys)
         self.kept = [k for k, key in enumerate(template.keys) if key not in dropped]
         self.dropped = len(template.keys) - len(self.kept)

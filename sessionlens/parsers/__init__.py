@@ -234,8 +234,13 @@ def _source_blocks(
     if plain and blocks:
         import numpy as np
 
-        named = np.array(sorted(blocks), np.int64)
-        if any(np.isin(p.blocks, named).any() for p in plain):
+        named = np.array(sorted(blocks), np.int64)  # (sorted: searched, never sorted again)
+
+        def met(bulk: BlockStarts) -> bool:
+            at = np.minimum(np.searchsorted(named, bulk.blocks), len(named) - 1)
+            return bool((named[at] == bulk.blocks).any())
+
+        if any(met(p) for p in plain):
             for p in plain:  # rare: the same as a `BlockStart` each, in order
                 for b, line in zip(p.blocks.tolist(), p.lines.tolist(), strict=True):
                     entry = blocks.setdefault(b, {})

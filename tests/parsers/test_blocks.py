@@ -6,6 +6,7 @@ import collections
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -642,3 +643,38 @@ _REC = '{"backend": "sglang", "completed": 64, "request_throughput": 0.94, "acce
 )
 def test_jsonl_is_told_by_its_first_lines_not_by_a_first_brace(head: str, jsonl: bool) -> None:
     assert _blocks.looks_like_jsonl(head) is jsonl
+
+
+@pytest.mark.parametrize(
+    ("named", "merged"),
+    [
+        ({7: {"line": 30}}, False),  # a block of its own, beside the bulk ones
+        ({2: {"settings": {"speculative_num_steps": 3}}}, True),  # one the bulk read started
+        ({-1: {"line": 2}, 99: {"line": 3}}, False),  # before and after every bulk block
+        ({21: {"line": 70}}, True),  # in the second of two bulk reads
+    ],
+)
+def test_a_source_names_a_block_its_bulk_read_started_only_where_it_did(
+    named: dict[int, dict[str, Any]], merged: bool
+) -> None:
+    """A block named by a record of its own (settings, a line) among blocks a fast path
+    started in bulk: the bulk blocks are met one by one where one of them is named (the
+    named one takes their line and format), and stay arrays where none is."""
+    import numpy as np
+
+    from sessionlens.model import BlockStarts
+    from sessionlens.parsers import _source_blocks
+
+    plain = [
+        BlockStarts(np.array([0, 2, 5], np.int64), np.array([1, 9, 20], np.int64), "phase"),
+        BlockStarts(np.array([8, 21], np.int64), np.array([40, 70], np.int64), "phase"),
+    ]
+    got = _source_blocks({b: dict(v) for b, v in named.items()}, plain, "sglang-server")
+    assert bool(got._plain) is not merged
+    blocks = {b.block: b for b in got}
+    assert sorted(blocks) == sorted({0, 2, 5, 8, 21, *named})
+    for b, line in ((0, 1), (2, 9), (5, 20), (8, 40), (21, 70)):
+        assert blocks[b].line == line
+        assert blocks[b].format == "phase"
+    for b, v in named.items():
+        assert blocks[b].settings == v.get("settings", {})

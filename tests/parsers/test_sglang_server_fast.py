@@ -1287,3 +1287,81 @@ def test_a_field_below_zero_is_learned(value: str, bad: bool) -> None:
     assert ("num_token" in [m for m, _, _ in layout.outputs]) is not bad
     assert re.fullmatch(layout.pattern, line)
     assert not re.fullmatch(layout.pattern, line.replace(value, "12" if bad else "-7"))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_pd_prefill_fields_glued_by_blanks_are_read_in_bulk(
+    seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A PD prefill server of 0.4.6–0.4.8 glues its last fields with a blank, not `, `
+    (`#transferring-req: 1 time: 0.07 `, 0.4.8's `... input throughput (token/s): 812.50 `):
+    the chunk path splits them as the reader does and reads such lines in bulk, on every
+    TP rank. Among them, lines the reader reads otherwise, which are fed: two blanks, a
+    field it does not know, a value with too few decimals, a value below zero, a glued pair
+    that does not tile its item, one glued in a Decode line, and cut lines."""
+    rng = random.Random(seed)
+    tails = [
+        "#transferring-req: {n} time: {x:.2f} ",
+        "#transferring-req: {n} input throughput (token/s): {x:.2f} ",
+        "#transferring-req: {n} time: {x:.2f}",  # nothing after the last value
+    ]
+    odd = [
+        "#transferring-req: {n}  time: {x:.2f} ",
+        "#transferring-req: {n} spec time: {x:.2f} ",
+        "#transferring-req: {n} time: {x:.1f} ",
+        "#transferring-req: -{n} time: {x:.2f} ",
+        "#transferring-req: {n} x time: {x:.2f} ",
+        "#transferring-req: {n} #queue-req: {n} ",
+    ]
+    tail = rng.choice(tails)
+    lines = [
+        "[2025-06-20 10:00:00] server_args=ServerArgs(model_path='Qwen/Qwen3-8B', tp_size=2, "
+        "disaggregation_mode='prefill')"
+    ]
+    for k in range(400):
+        ts = f"2025-06-20 10:{k // 60 % 60:02d}:{k % 60:02d}"
+        form = rng.choice(odd) if rng.random() < 0.05 else tail
+        for rank in range(2):
+            text = (
+                f"[{ts} TP{rank}] Prefill batch. #new-seq: {rng.randint(1, 8)}, #new-token: "
+                f"{rng.randint(1, 9000)}, #cached-token: {rng.randint(0, 99)}, token usage: "
+                f"{rng.random():.2f}, #unbootstrapped-req: {rng.randint(0, 3)}, #queue-req: "
+                f"{rng.randint(0, 9)}, " + form.format(n=rng.randint(0, 3), x=rng.uniform(0, 900))
+            )
+            if rng.random() < 0.01:
+                text = text[: rng.randint(40, len(text) - 1)]
+            lines.append(text)
+        if k % 50 == 7:
+            lines.append(
+                f"[{ts} TP0] Decode batch. #running-req: 3, #token: 700, token usage: 0.01, "
+                "gen throughput (token/s): 41.00, #queue-req: 0 time: 0.50 "
+            )
+    rows = same_in_bulk(tmp_path / "pd-prefill.log", lines, monkeypatch, (4000, 1 << 20))
+    assert rows > 600, rows
+
+
+def test_glued_fields_are_learned_only_as_the_reader_splits_them() -> None:
+    head = (
+        "[2025-06-20 10:01:00 TP0] Prefill batch. #new-seq: 1, #new-token: 512, #cached-token: "
+        "0, token usage: 0.00, #unbootstrapped-req: 0, #queue-req: 0, "
+    )
+    line = head + "#transferring-req: 1 input throughput (token/s): 3021.44 "
+    layout = F._learn(line)
+    assert layout is not None
+    outputs = {m for m, _, _ in layout.outputs}
+    assert {"prefill_transfer_req", "prefill_input_throughput_tok_s"} <= outputs
+    assert re.fullmatch(layout.pattern, line)
+    assert not re.fullmatch(layout.pattern, line.replace("1 input", "1  input"))
+    assert not re.fullmatch(layout.pattern, line.rstrip())
+    for tail in (
+        "#transferring-req: 1 spec input: 3021.44 ",  # a key the reader does not know
+        "#transferring-req: 1 input throughput (token/s): 3021.4 ",  # a decimal short
+        "#transferring-req: -1 input throughput (token/s): 3021.44 ",
+        "#transferring-req: 1 input throughput (token/s):3021.44 ",  # not glued as it reads
+        "#transferring-req: 1 cuda graph: True ",  # not a number
+        "#transferring-req: 1 full token usage: 0.50 ",  # a pool's, which the reader sums up
+    ):
+        assert F._learn(head + tail) is None, tail
+    decode = line.replace(head[26 : head.index("token usage")], "Decode batch. #running-req: 2, ")
+    assert "Decode batch. #running-req: 2, token usage" in decode
+    assert F._learn(decode) is None  # (glued fields are a prefill server's alone)

@@ -41,6 +41,7 @@ from .reader import (
     _BOOLS,
     _FIELDS,
     _FIELDS_PRINTED,
+    _GLUED,
     _PHASES,
     _TAIL,
     FEED_WORDS,
@@ -74,6 +75,9 @@ if TYPE_CHECKING:
 # - a field the reader does not know (a newer version's) is part of a layout, its value
 #   pinned to a plain shape: a line that would have a key noted goes to `feed`, the others
 #   are counted in bulk (`unknown-field`);
+# - fields glued by blanks instead of `, ` (a PD prefill server's `#transferring-req: 0
+#   time: 0.07 `, 0.4.6–0.4.8) are read as the reader splits them, each a known key and a
+#   plain number, the blanks after each pinned;
 # - the TP-rank rule is applied in bulk only in its steady state (the emitting rank of a
 #   group known and nothing held back); any other batch line goes to `feed`;
 # - from a benchmark run's start on, `feed` hands every line to the run's block reader: the
@@ -212,6 +216,19 @@ def _learn(text: str) -> _Layout | None:
             return None
         sep = item.rfind(": ")
         spec = _FIELDS_PRINTED.get(item[:sep]) if sep > 0 else None
+        if spec is None and sep > 0 and ": " in item[:sep]:
+            # fields glued by blanks (PD prefill 0.4.6–0.4.8), split as `Reader._fields` does
+            glued = _glued(item) if kind == "prefill" else None
+            if glued is None:
+                return None
+            parts: list[str] = []
+            for g_lead, g_shape, g_spec in glued:
+                parts.append(g_lead + g_shape)
+                groups.append((g_spec[1], "num", False))
+                piece_of.append(len(pieces))
+            pieces.append("".join(parts))
+            prev_key = ""
+            continue
         raw = item[sep + 2 :]
         lead = item[: sep + 2]  # the item's literal text before its value
         if spec is not None and spec[3] == "skip":
@@ -363,6 +380,43 @@ def _learn(text: str) -> _Layout | None:
         bad=tuple(bad),
         unknown=tuple(unknown),
     )
+
+
+def _glued(
+    item: str,
+) -> list[tuple[str, str, tuple[str | None, str | None, int | None, str]]] | None:
+    """An item of fields glued by blanks (`#transferring-req: 0 time: 0.07 `), as the
+    reader reads it (`_GLUED`, each key stripped and looked up in `_FIELDS`, each value
+    with the blanks after it): per field, the regex of its text before the value, its
+    value's shape (a capture group) with those blanks, and the key's entry. None unless
+    the fields tile the item and each is a known numeric key with a plain number of its
+    full decimals, below the reader's bound on such items."""
+    if len(item) >= 400:  # (the reader reads longer ones as one field)
+        return None
+    out: list[tuple[str, str, tuple[str | None, str | None, int | None, str]]] = []
+    at = 0
+    for g in _GLUED.finditer(item):
+        if g.start() != at:
+            return None
+        at = g.end()
+        spec = _FIELDS.get(g.group("k").strip().lower())
+        raw = g.group("v")
+        if spec is None or spec[3] != "n":
+            return None
+        d = _DEC_SHAPE.fullmatch(raw)
+        if spec[2]:
+            if d is None or len(d.group("d")) < spec[2]:
+                return None
+            frac = rf"\.[0-9]{{{spec[2]},15}}"
+        else:
+            if d is None and _INT_SHAPE.fullmatch(raw) is None:
+                return None
+            frac = r"(?:\.[0-9]{1,15})?"
+        blanks = item[g.end("v") : g.end()]
+        out.append(
+            (_rx(item[g.start() : g.start("v")]), f"([0-9]{{1,15}}{frac}){_rx(blanks)}", spec)
+        )
+    return out if out and at == len(item) else None
 
 
 def _other_prefix(

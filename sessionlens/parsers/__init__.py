@@ -206,7 +206,12 @@ def parse_source(
                 "pin one with `format` in sessionlens.toml",
             )
         )
-    elif fid is not None and n_samples == 0 and not is_empty:
+    elif (
+        fid is not None
+        and n_samples == 0
+        and not is_empty
+        and not any(d.code == "no-samples" for d in ctx.diagnostics)  # said by the parser
+    ):
         diags.append(
             dg.make("no-samples", source, None, f"recognised as {fid} but no sample was read")
         )

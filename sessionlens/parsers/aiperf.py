@@ -11,6 +11,7 @@ and table lines by `_fields.box_row`; nothing from a file is evaluated.
 from __future__ import annotations
 
 import csv
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -231,6 +232,8 @@ class Reader:
         self.ctx = ctx
         self.mode = mode
         self._json = JsonLines()
+        self.per_request = False  # AIPerf's per-request records (`profile_export.jsonl`)
+        self._first_doc = True  # the first JSON document is yet to be seen
         self._blocks = 0
         self._block: int | None = None
         self._unknown = Unread()
@@ -306,6 +309,19 @@ class Reader:
     # ---------------------------------------------------------------- JSON
 
     def _json_line(self, ln: Line) -> Iterator[Record]:
+        if self._first_doc and not self._json.open and ln.text.lstrip().startswith("{"):
+            self._first_doc = False
+            if _per_request(ln.text):
+                self.per_request = True
+                self.ctx.warn(
+                    ln.no,
+                    "no-samples",
+                    "AIPerf's per-request records (a JSON object a request, as "
+                    "`profile_export.jsonl` holds them): not read; a run's statistics are read "
+                    "from its `profile_export_aiperf.json`",
+                    "info",
+                )
+                return
         for ev in self._json.feed(ln.text, ln.no, ln.cut):
             yield from self._json_event(ev)
 
@@ -634,7 +650,39 @@ def _mode(src: SourceText) -> str:
     return "json"
 
 
+def _per_request(text: str) -> bool:
+    """Whether a line is one of AIPerf's per-request records: a whole JSON object with its
+    `metadata` and its `metrics`, each metric a `{"value": …, "unit": …}` of that request."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return False
+    metrics = doc.get("metrics") if isinstance(doc, dict) else None
+    return (
+        isinstance(doc.get("metadata"), dict)
+        and isinstance(metrics, dict)
+        and bool(metrics)
+        and all(isinstance(m, dict) and "value" in m and "unit" in m for m in metrics.values())
+    )
+
+
 def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
-    """Records of one AIPerf / GenAI-Perf export or console paste, in line order."""
+    """Records of one AIPerf / GenAI-Perf export or console paste, in line order. A file of
+    per-request records is said once and not read further (its bytes are still hashed and
+    its lines counted, in bulk: such a file holds a record for every request of a run)."""
     reader = Reader(ctx, _mode(src))
-    return read_lines(reader, src)
+    if reader.mode != "json":
+        return read_lines(reader, src)
+    return _json_parse(reader, src)
+
+
+def _json_parse(reader: Reader, src: SourceText) -> Iterator[Record]:
+    pieces = src.chunks()
+    for piece in pieces:
+        for ln in [piece] if isinstance(piece, Line) else src.chunk_lines(piece):
+            yield from reader.feed(ln)
+            if reader.per_request:
+                for _ in pieces:  # the rest read as bytes only (hashed, its lines counted)
+                    pass
+                return
+    yield from reader.finish()

@@ -130,3 +130,33 @@ def test_a_genai_perf_export_is_not_a_vllm_save_result() -> None:
     head = (HERE / "genai-perf-0.0.16-profile_export_genai_perf.json").read_text()
     assert vllm_bench_result.sniff(head, "profile_export_genai_perf.json") == 0.0
     assert detect(head, "profile_export_genai_perf.json") == "aiperf"
+
+
+def test_per_request_records_are_said_once_and_not_read() -> None:
+    """AIPerf's `profile_export.jsonl` holds a record for every request (gigabytes for a
+    long run): said at its first record, its bytes hashed and its lines counted, never read
+    as JSON token by token (a run's statistics are in `profile_export_aiperf.json`)."""
+    import hashlib
+
+    path = HERE / "v0.13-profile_export.jsonl"
+    r = parse_file(path)
+    assert r.samples.height == 0
+    assert [(d.level, d.code, d.line) for d in r.diagnostics] == [("info", "no-samples", 1)]
+    assert "per-request records" in r.diagnostics[0].message
+    info = r.sources[0]
+    assert info.format == "aiperf"
+    data = path.read_bytes()
+    assert info.lines == data.count(b"\n") + (not data.endswith(b"\n"))
+    assert info.sha256 == hashlib.sha256(data).hexdigest()
+
+
+def test_an_export_on_one_line_is_read_not_taken_for_per_request_records() -> None:
+    # (`jq -c` of an export: a whole JSON object on its first line, with no `metadata`)
+    import json
+
+    pretty = HERE / "v0.13-profile_export_aiperf-spec-decode.json"
+    one_line = json.dumps(json.loads(pretty.read_text()))
+    r = parse_text(one_line, format="aiperf", path="profile_export_aiperf.json")
+    assert values(r, "ttft_ms_p99") == [68.82]
+    assert values(r, "accept_length") == [2.57]
+    assert not any(d.code == "no-samples" for d in r.diagnostics)

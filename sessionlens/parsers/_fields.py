@@ -433,8 +433,30 @@ _JSON_LITERALS: dict[str, JsonScalar] = {
     "Infinity": math.inf,
     "-Infinity": -math.inf,
 }
-_JSON_STRING = re.compile(r'"(?:[^"\\\x00-\x1f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*"')
+# (the loop unrolled, `[^…]*` runs between escapes: a kilobyte's prompt in one step, not one
+# alternation a character)
+_JSON_STRING = re.compile(
+    r'"[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})[^"\\\x00-\x1f]*)*"'
+)
 _JSON_DELIM = frozenset(",}] \t")
+_JSON_BLANKS = re.compile(r"[ \t]+")  # (an indented document's lines start with dozens)
+# The lines an indented document is mostly made of, each read by one match (`JsonLines.
+# _line`): a member (`"key": value,`), an element (`value,`), a closing bracket (`},`); a
+# value a scalar as `_json_scalar` reads one, or an opening bracket (no comma after it).
+_J_VALUE = (
+    rf"(?:({_JSON_STRING.pattern})|({_JSON_NUMBER.pattern})"
+    rf"|({'|'.join(re.escape(w) for w in _JSON_LITERALS)})|([{{\[]))[ \t]*(,?)[ \t]*$"
+)
+_JSON_MEMBER = re.compile(rf"[ \t]*({_JSON_STRING.pattern})[ \t]*:[ \t]*{_J_VALUE}")
+_JSON_ELEMENT = re.compile(rf"[ \t]*{_J_VALUE}")
+_JSON_CLOSER = re.compile(r"[ \t]*([}\]])[ \t]*(,?)[ \t]*$")
+
+
+def _json_text(quoted: str) -> str:
+    """A JSON string as `_JSON_STRING` matched it, decoded: without an escape, its text
+    between the quotes is the string (the pattern admits no control character and no bare
+    quote), which `json.loads` would give after a pass of its own."""
+    return quoted[1:-1] if "\\" not in quoted else str(json.loads(quoted))
 
 
 @dataclass(frozen=True, slots=True)
@@ -474,6 +496,10 @@ class JsonLines:
 
     def feed(self, text: str, no: int, cut: bool = False) -> list[JsonEvent]:
         """Events of one line; `cut`: the file ends inside this line."""
+        if self._stack and not cut:
+            done = self._line(text, no)
+            if done is not None:
+                return done
         saved = [list(f) for f in self._stack]
         documents = self.documents
         events: list[JsonEvent] = []
@@ -484,14 +510,69 @@ class JsonLines:
         return [JsonEvent("skip", (), no, raw=error)] if saved else []
 
     def _here(self) -> JsonPath:
-        return tuple(f[2] for f in self._stack)
+        return tuple([f[2] for f in self._stack])
+
+    def _line(self, text: str, no: int) -> list[JsonEvent] | None:
+        """The events of a line that is one member, element or closing bracket continuing
+        the open document, read by one match, as `_scan` reads it; None for any other line
+        (then `_scan` reads it)."""
+        top = self._stack[-1]
+        kind, state = top[0], top[1]
+        if kind == "{" and state == "key":
+            m = _JSON_MEMBER.match(text)
+            if m is not None:
+                return self._value(m, 2, top, _json_text(m.group(1)), "key", no)
+        elif kind == "[" and state in ("first", "value"):
+            m = _JSON_ELEMENT.match(text)
+            if m is not None:
+                member = 0 if state == "first" else top[2] + 1
+                return self._value(m, 1, top, member, "value", no)
+        m = _JSON_CLOSER.match(text)
+        if m is None or not (
+            state == "next" or (state == "key" if kind == "{" else state == "first")
+        ):
+            return None
+        if m.group(1) != ("}" if kind == "{" else "]") or (m.group(2) and len(self._stack) < 2):
+            return None
+        self._stack.pop()
+        events = [JsonEvent("close", self._here(), no)]
+        if m.group(2):  # (the container just closed was its parent's value: state "next")
+            parent = self._stack[-1]
+            parent[1] = "key" if parent[0] == "{" else "value"
+        return events
+
+    def _value(
+        self, m: re.Match[str], at: int, top: list[Any], member: Any, after_comma: str, no: int
+    ) -> list[JsonEvent] | None:
+        """The value of a member or element line matched at group `at` on (a string, a
+        number, a word, an opening bracket, then the comma), `member` its key or index;
+        None, nothing changed, for an opening bracket with a comma after it."""
+        quoted, raw, word, opener, comma = m.group(at, at + 1, at + 2, at + 3, at + 4)
+        if opener is not None and comma:
+            return None  # (`{,`: `_scan` says what is wrong)
+        top[2] = member
+        if opener is not None:
+            top[1] = "next"
+            events: list[JsonEvent] = []
+            self._push(opener, self._here(), no, events)
+            return events
+        path = self._here()
+        if quoted is not None:
+            event = JsonEvent("value", path, no, _json_text(quoted))
+        elif raw is not None:
+            event = JsonEvent("value", path, no, _json_number(raw), raw)
+        else:
+            event = JsonEvent("value", path, no, _JSON_LITERALS[word], word)
+        top[1] = after_comma if comma else "next"
+        return [event]
 
     def _scan(self, text: str, no: int, cut: bool, events: list[JsonEvent]) -> str | None:
         i, n = 0, len(text)
         while i < n:
             ch = text[i]
-            if ch in " \t":
-                i += 1
+            if ch == " " or ch == "\t":
+                m = _JSON_BLANKS.match(text, i)
+                i = m.end() if m is not None else i + 1
                 continue
             if not self._stack:
                 if ch not in "{[":
@@ -518,7 +599,7 @@ class JsonLines:
                 m = _JSON_STRING.match(text, i) if ch == '"' else None
                 if m is None:
                     return "expected a key"
-                top[2], top[1] = json.loads(m.group()), "colon"
+                top[2], top[1] = _json_text(m.group()), "colon"
                 i = m.end()
                 continue
             if state == "colon":
@@ -565,7 +646,7 @@ def _json_scalar(
         m = _JSON_STRING.match(text, i)
         if m is None:
             return (len(text), JsonEvent("cut", path, no)) if cut else (i, None)
-        return m.end(), JsonEvent("value", path, no, json.loads(m.group()))
+        return m.end(), JsonEvent("value", path, no, _json_text(m.group()))
     m = _JSON_NUMBER.match(text, i)
     if m is not None:
         end, raw = m.end(), m.group()

@@ -212,8 +212,8 @@ class Reader:
             return  # a scalar where a benchmark stands is none (a `- text` line in YAML)
         yield from self._block(index, ev.line)
         block = self._blocks[index]
-        rest = tuple(str(p) for p in path[2:])
         if ev.kind == "cut":
+            rest = tuple(str(p) for p in path[2:])
             if rest[:1] == ("metrics",) and rest[2:3] == ("successful",):
                 self.ctx.warn(
                     ev.line,
@@ -224,24 +224,30 @@ class Reader:
             return
         if ev.kind != "value":
             return
-        if rest[-2:-1] == ("strategy",) and rest[-1] in _STRATEGY_KEYS:
-            key = _STRATEGY_KEYS[rest[-1]]
+        # (the keys before the path's text is made: a benchmark's requests are most of the
+        # file's values, none of them read; an index is never one of these keys)
+        last, before = path[-1], path[-2]
+        if before == "strategy" and last in _STRATEGY_KEYS:
+            key = _STRATEGY_KEYS[str(last)]
             if ev.value is not None:  # `max_concurrency: null`: throughput without a cap
                 yield Setting(key, ev.value, ev.line, block)
                 if key == "max_concurrency":
                     self._capped.add(block)
-            if rest[-1] == "type_" and isinstance(ev.value, str):
+            if last == "type_" and isinstance(ev.value, str):
                 for key, value in _IMPLIED.get(ev.value, []):
                     if key != "max_concurrency" or block not in self._capped:
                         yield Setting(key, value, ev.line, block)
             return
-        if rest[-2:-1] == ("request_totals",) and _fields.is_number(ev.value):
-            name = {"successful": "successful_requests", "errored": "failed_requests"}.get(rest[-1])
+        if before == "request_totals" and _fields.is_number(ev.value):
+            name = {"successful": "successful_requests", "errored": "failed_requests"}.get(
+                str(last)
+            )
             if name is not None:
                 yield Sample(name, float(ev.value), ev.line, block)
             return
-        if len(rest) < 4 or rest[0] != "metrics" or rest[2] != "successful":
+        if len(path) < 6 or path[2] != "metrics" or path[4] != "successful":
             return  # other statuses (incomplete, errored, total) are not the run's figures
+        rest = tuple(str(p) for p in path[2:])
         found = DISTRIBUTIONS.get(rest[1])
         if found is None or not _fields.is_number(ev.value):
             return

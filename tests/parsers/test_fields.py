@@ -3,6 +3,10 @@ outer prefixes, `label: value` items)."""
 
 from __future__ import annotations
 
+import json
+import math
+import random
+
 import pytest
 
 from sessionlens._lines import Line
@@ -182,3 +186,91 @@ def test_a_top_level_scalar_after_the_list_is_kept() -> None:
         (("version",), 2, 4),
         (("name",), "x", 5),
     ]
+
+
+def _json_text_of(rng: random.Random, depth: int = 0) -> object:
+    """A random JSON value: nested objects and arrays (some empty), strings with escapes and
+    characters beyond ASCII, numbers of every form, the words Python's json writes."""
+    pick = rng.random()
+    if depth < 4 and pick < 0.3:
+        return {
+            rng.choice(["a", "b k", 'q"t', "é", "x\\y", "requests", "0"]) + str(k): _json_text_of(
+                rng, depth + 1
+            )
+            for k in range(rng.randint(0, 4))
+        }
+    if depth < 4 and pick < 0.45:
+        return [_json_text_of(rng, depth + 1) for _ in range(rng.randint(0, 4))]
+    return rng.choice(
+        [
+            "plain",
+            "tab\there",
+            'quote " and \\ back',
+            "snow ☃ \u2028",
+            "",
+            0,
+            -12,
+            3.25,
+            1e-7,
+            -0.0,
+            10**30,
+            True,
+            False,
+            None,
+            math.nan,
+            math.inf,
+            -math.inf,
+            "x" * rng.randint(0, 300),
+        ]
+    )
+
+
+_NOISE = [
+    "2026-03-02 09:15:00 INFO a log line pasted in",
+    "$ cat benchmarks.json",
+    "}",
+    "],",
+    '"key": 1',
+    "12,",
+    '"k": {,',
+    "  ",
+    "```",
+    '  "late": 01,',
+    '  "s": "unterminated',
+]
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_json_lines_read_one_line_at_a_time_as_token_by_token(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`JsonLines` reads a line that is one member, element or closing bracket with one
+    match (`_line`); every line of random documents (indented by spaces or tabs, or
+    compact, one after another, with noise among their lines, cut at the end) gives the
+    same events, and leaves the same state, as reading it token by token."""
+    rng = random.Random(seed)
+    docs = []
+    for _ in range(rng.randint(1, 3)):
+        indent = rng.choice([None, 1, 2, 4, "\t"])
+        doc = {"benchmarks": [_json_text_of(rng) for _ in range(rng.randint(1, 3))]}
+        docs.extend(json.dumps(doc, indent=indent, ensure_ascii=rng.random() < 0.5).split("\n"))
+    lines = list(docs)
+    for _ in range(rng.randint(0, 6)):
+        lines.insert(rng.randrange(len(lines) + 1), rng.choice(_NOISE))
+    cut = rng.random() < 0.5 and lines[-1]
+    if cut:
+        lines[-1] = lines[-1][: rng.randrange(len(lines[-1]))]
+
+    def read(fast: bool) -> list[object]:
+        if not fast:
+            monkeypatch.setattr(F.JsonLines, "_line", lambda self, text, no: None)
+        reader = F.JsonLines()
+        out: list[object] = []
+        for no, text in enumerate(lines, 1):
+            events = reader.feed(text, no, cut=bool(cut) and no == len(lines))
+            out.append([(e.kind, e.path, e.line, repr(e.value), e.raw) for e in events])
+            out.append((reader.documents, repr(reader._stack)))
+        monkeypatch.undo()
+        return out
+
+    assert read(fast=True) == read(fast=False)

@@ -83,19 +83,11 @@ if TYPE_CHECKING:
 #   line by line, when its fields are V0's (a layout of its own: each counter's difference
 #   is taken in bulk from the rank's line before, while none goes down and the reader's state
 #   gives no note or setting; `ChunkRun._v0_rows`) or an engine line said V0 (fed then);
-# - a benchmark run printed into the log ends the chunk path: the rest goes line by line;
-# - a chunk whose walk has fed more than `_MAX_FEEDS` lines, and more than one in
-#   `_FEED_SHARE` of those walked, feeds the rest of its lines (the walk between fed lines
-#   costs more than feeding the lines between: a spec line printing `nan` while the engine
-#   is busy, an error every other line).
+# - a benchmark run printed into the log ends the chunk path: the rest goes line by line.
 # Chunks are split, classified and matched on worker threads; the main thread walks them in
 # order, feeding what must be fed, and hands each chunk's samples over in line order.
 
 AHEAD = 2  # chunks prepared at once on worker threads while the main thread walks one
-# lines a chunk's walk feeds before it feeds the rest, once they are also more than one in
-# `_FEED_SHARE` of the rows walked (as SGLang's walk: `sglang_server.fast._MAX_FEEDS`)
-_MAX_FEEDS = 256
-_FEED_SHARE = 16
 _NUM = re.compile(r"[0-9]+(?:\.[0-9]+)?")  # every number a layout's line holds, in order
 # A layout's numbers read with its match (`_Layout.capture`) up to this many; beyond, the
 # regex engine leaves its one-pass automaton and capturing costs more than matching and
@@ -1055,11 +1047,8 @@ class ChunkRun:
         }
         self._counts()
         fed_rows = np.flatnonzero(self.fed).tolist()
-        prev = k = feeds = 0
+        prev = k = 0
         while True:
-            if feeds > _MAX_FEEDS and feeds * _FEED_SHARE > prev:
-                yield from self._by_line(reader, prev)
-                return
             nxt = fed_rows[k] if k < len(fed_rows) else self.n
             special = self._special(reader, prev, nxt)
             row = nxt if special is None else special
@@ -1081,25 +1070,7 @@ class ChunkRun:
                 else:
                     yield rec
             self._push_state(row, reader)
-            feeds += 1
             prev = row + 1
-        yield from self._hand_over(self.n)
-
-    def _by_line(self, reader: Reader, start: int) -> Iterator[Record | Bench]:
-        """The rows from `start` on, the reader's state being that after the row before:
-        every one fed (none read in bulk), then the chunk's samples handed over."""
-        self.dropped[start:] = True
-        texts = self.t.slice(start).to_list()
-        for row, text in enumerate(texts, start):
-            if any(w in text for w in BENCH_WORDS) and _BENCH_START.search(text):
-                yield from self._hand_over(row)
-                yield Bench(row)
-                return
-            for rec in reader.feed(Line(self.first + row, text)):
-                if isinstance(rec, Sample):
-                    self.fed_samples.append((row, rec))
-                else:
-                    yield rec
         yield from self._hand_over(self.n)
 
     def _counts(self) -> None:
@@ -1141,10 +1112,17 @@ class ChunkRun:
                 if at < len(rows) and rows[at] < b:
                     found.append(int(rows[at]))
             if lay.nan_idle:  # read only while the reader is idle
+                # the first busy one, in windows that double: each is asked again after the
+                # row found is fed, so a walk that scanned to `b` each time was quadratic
                 lo, hi = np.searchsorted(rows, [a, b]).tolist()
-                busy = np.flatnonzero(~self._spec_state(rows[lo:hi])[2])
-                if len(busy):
-                    found.append(int(rows[lo + busy[0]]))
+                step = 16
+                while lo < hi:
+                    end = min(hi, lo + step)
+                    busy = np.flatnonzero(~self._spec_state(rows[lo:end])[2])
+                    if len(busy):
+                        found.append(int(rows[lo + busy[0]]))
+                        break
+                    lo, step = end, step * 2
         for code, name in enumerate(_UNREAD_KINDS):
             if name not in reader._unread_kinds and self.n_unread[code][b] > self.n_unread[code][a]:
                 hit = np.flatnonzero(self.unread[a:b] == code)

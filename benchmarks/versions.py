@@ -231,13 +231,17 @@ def _engine(rng: random.Random, running: int | None = None) -> str:
 
 
 def _spec_012(rng: random.Random) -> str:
+    """0.10.2+'s spec line: the mean acceptance length is 1 + the per-position rates' sum
+    (what the reader checks to tell whether it counts the bonus token)."""
+    rates = sorted((rng.uniform(0.1, 0.9) for _ in range(3)), reverse=True)
+    drafted = rng.randint(100, 199)
     return (
-        f"SpecDecoding metrics: Mean acceptance length: {rng.uniform(1, 4):.2f}, Accepted "
+        f"SpecDecoding metrics: Mean acceptance length: {1 + sum(rates):.2f}, Accepted "
         f"throughput: {rng.uniform(0, 999):.2f} tokens/s, Drafted throughput: "
-        f"{rng.uniform(0, 999):.2f} tokens/s, Accepted: {rng.randint(0, 99)} tokens, Drafted: "
-        f"{rng.randint(100, 199)} tokens, Per-position acceptance rate: "
-        + ", ".join(f"{rng.random():.3f}" for _ in range(3))
-        + f", Avg Draft acceptance rate: {rng.uniform(0, 100):.1f}%"
+        f"{rng.uniform(0, 999):.2f} tokens/s, Accepted: {round(sum(rates) * drafted / 3)} "
+        f"tokens, Drafted: {drafted} tokens, Per-position acceptance rate: "
+        + ", ".join(f"{r:.3f}" for r in rates)
+        + f", Avg Draft acceptance rate: {100 * sum(rates) / 3:.1f}%"
     )
 
 
@@ -271,8 +275,13 @@ def _v0(rng: random.Random, state: list[int]) -> list[str]:
 
 def _nan_idle(rng: random.Random) -> list[str]:
     """0.8.5's nan spec line after an idle engine line, busy intervals between."""
-    if rng.random() < 0.5:
-        return ["Engine 000: " + _engine(rng, 0), _NAN_SPEC]
+    if rng.random() < 0.5:  # (an idle interval: nothing running, nothing generated)
+        return [
+            "Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 0.0 "
+            "tokens/s, Running: 0 reqs, Waiting: 0 reqs, GPU KV cache usage: 0.0%, Prefix "
+            "cache hit rate: 0.0%",
+            _NAN_SPEC,
+        ]
     return ["Engine 000: " + _engine(rng), _spec_012(rng)]
 
 

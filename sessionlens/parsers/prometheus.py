@@ -812,23 +812,31 @@ def _split(chunk: Chunk) -> _Split | None:
     if split is None:
         return None
     t = split[0]
-    last = pl.col("b").str.extract(_LAST_NUMBER_RX)
-    series = ~pl.col("t").str.starts_with("#")
-    found = (
-        t.to_frame("t")
-        .with_columns(
-            e=pl.when(series & pl.col("t").str.contains(_EXEMPLAR, literal=True))
-            .then(pl.col("t").str.split_exact(_EXEMPLAR, 1).struct.field("field_0"))
-            .otherwise(None)
-        )
-        .with_columns(
+    frame = t.to_frame("t").with_columns(series=~pl.col("t").str.starts_with("#"))
+    cut = pl.col("series") & pl.col("t").str.contains(_EXEMPLAR, literal=True)
+    if frame.select(cut.any()).item():  # (each step only where some line needs it)
+        e = pl.col("t").str.split_exact(_EXEMPLAR, 1).struct.field("field_0")
+        frame = frame.with_columns(e=pl.when(cut).then(e)).with_columns(
             b=pl.when(pl.col("e").str.contains(_LAST_NUMBER_RX))
             .then(pl.col("e"))
             .otherwise(pl.col("t"))
         )
-        .with_columns(n=last)
-        .with_columns(b=pl.col("b").str.strip_suffix(pl.col("n").fill_null("")))
-        .with_columns(v=pl.when(series & pl.col("n").is_not_null()).then(last))
+    else:
+        frame = frame.with_columns(b=pl.col("t"))
+    frame = frame.with_columns(n=pl.col("b").str.extract(_LAST_NUMBER_RX)).with_columns(
+        b=pl.col("b").str.strip_suffix(pl.col("n").fill_null(""))
+    )
+    # a timestamp last: the text before it ends in a number too (its last character a digit)
+    maybe = (
+        pl.col("series")
+        & pl.col("n").is_not_null()
+        & pl.col("b").str.slice(-1).is_in(list("0123456789"))
+    )
+    v = pl.lit(None, pl.String)
+    if frame.select(maybe.any()).item():
+        v = pl.when(maybe).then(pl.col("b").str.extract(_LAST_NUMBER_RX))
+    found = (
+        frame.with_columns(v=v)
         .with_columns(
             stamped=pl.col("v").is_not_null(),
             s=pl.col("b").str.strip_suffix(pl.col("v").fill_null("")),

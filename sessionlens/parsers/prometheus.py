@@ -812,9 +812,11 @@ def _split(chunk: Chunk) -> _Split | None:
     if split is None:
         return None
     t = split[0]
-    frame = t.to_frame("t").with_columns(series=~pl.col("t").str.starts_with("#"))
-    cut = pl.col("series") & pl.col("t").str.contains(_EXEMPLAR, literal=True)
+    frame = t.to_frame("t")
+    series = ~pl.col("t").str.starts_with("#")
+    cut = pl.col("t").str.contains(_EXEMPLAR, literal=True)
     if frame.select(cut.any()).item():  # (each step only where some line needs it)
+        cut = series & cut
         e = pl.col("t").str.split_exact(_EXEMPLAR, 1).struct.field("field_0")
         frame = frame.with_columns(e=pl.when(cut).then(e)).with_columns(
             b=pl.when(pl.col("e").str.contains(_LAST_NUMBER_RX))
@@ -827,25 +829,24 @@ def _split(chunk: Chunk) -> _Split | None:
         b=pl.col("b").str.strip_suffix(pl.col("n").fill_null(""))
     )
     # a timestamp last: the text before it ends in a number too (its last character a digit)
-    maybe = (
-        pl.col("series")
-        & pl.col("n").is_not_null()
-        & pl.col("b").str.slice(-1).is_in(list("0123456789"))
-    )
-    v = pl.lit(None, pl.String)
+    maybe = pl.col("n").is_not_null() & pl.col("b").str.contains("[0-9]$")
     if frame.select(maybe.any()).item():
-        v = pl.when(maybe).then(pl.col("b").str.extract(_LAST_NUMBER_RX))
-    found = (
-        frame.with_columns(v=v)
-        .with_columns(
+        maybe = series & maybe
+        frame = frame.with_columns(
+            v=pl.when(maybe).then(pl.col("b").str.extract(_LAST_NUMBER_RX))
+        ).with_columns(
             stamped=pl.col("v").is_not_null(),
             s=pl.col("b").str.strip_suffix(pl.col("v").fill_null("")),
             n=pl.coalesce("v", "n"),
             ts=pl.when(pl.col("v").is_not_null()).then(pl.col("n").str.slice(1)),
         )
-        .with_columns(f=pl.col("n").str.slice(1).cast(pl.Float64, strict=False))
-        .with_columns(unread=pl.col("f").is_null() & pl.col("n").is_not_null())
-    )
+    else:
+        frame = frame.rename({"b": "s"}).with_columns(
+            stamped=pl.lit(False), ts=pl.lit(None, pl.String)
+        )
+    found = frame.with_columns(
+        f=pl.col("n").str.slice(1).cast(pl.Float64, strict=False)
+    ).with_columns(unread=pl.col("f").is_null() & pl.col("n").is_not_null())
     return _Split(
         t,
         found["s"],

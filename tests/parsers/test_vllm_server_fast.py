@@ -294,7 +294,7 @@ def test_generated_logs_read_the_same(
     assert Bulk.rows > 0
 
 
-def test_a_benchmark_run_in_the_log_ends_the_chunk_path(
+def test_a_benchmark_run_in_the_log_reads_the_same(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     log = generated_log(1).decode("utf-8", "replace").split("\n")
@@ -1043,3 +1043,75 @@ def test_nan_spec_lines_of_busy_and_idle_intervals_read_the_same(
     ]
     assert len(idle_nan) > 400
     assert len(set(idle_nan) & set(fed)) < 20  # read in bulk
+
+
+@pytest.mark.parametrize("chunk", [20000, 1 << 20])
+def test_lines_below_a_benchmark_runs_reader_are_read_in_bulk(
+    chunk: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `vllm bench serve` run printed into the server's log (both writing one file), early
+    on and again later: from its first line on its block reader takes the lines and hands
+    the server's back; a chunk it would hand back whole, holding nothing, is read in bulk
+    below it (the lines counted as it counts them), any other chunk line by line. Both
+    paths agree, and chunks after the run are read in bulk."""
+    rng = random.Random(9)
+    pre = "(APIServer pid=4012) INFO 04-30 {h:02d}:{m:02d}:{s:02d}"
+    lines = []
+    for k in range(12000):
+        head = pre.format(h=k // 3600, m=k // 60 % 60, s=k % 60)
+        lines.append(
+            f"{head} [loggers.py:236] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg "
+            f"generation throughput: {rng.uniform(10, 400):.1f} tokens/s, Running: "
+            f"{rng.randint(1, 32)} reqs, Waiting: 0 reqs, GPU KV cache usage: "
+            f"{rng.uniform(0, 9):.1f}%, Prefix cache hit rate: 0.0%"
+        )
+        if k % 97 == 5:
+            lines.append(
+                f'(APIServer pid=4012) INFO:     127.0.0.1:{k} - "POST /v1/x HTTP/1.1" 200'
+            )
+    block = next(
+        p
+        for p in sorted((FORMATS / "vllm-bench-serve").glob("*.log"))
+        if "Serving Benchmark Result" in p.read_text()
+    )
+    run = block.read_text().split("\n")
+    lines[9000:9000] = run
+    lines[150:150] = run
+    walked: list[bool] = []
+    real = V._Bench.bulk
+
+    def bulk(self: Any, t: Any) -> bool:
+        walked.append(real(self, t))
+        return walked[-1]
+
+    monkeypatch.setattr(V._Bench, "bulk", bulk)
+    same_in_bulk(tmp_path / "with-runs.log", lines, monkeypatch, (chunk,))
+    assert any(walked)  # chunks below the run's reader read in bulk
+    if chunk < 1 << 20:
+        assert not all(walked)  # and those holding its second run line by line
+
+
+def test_no_chunk_is_read_in_bulk_while_the_runs_reader_holds_something() -> None:
+    """Below a benchmark run's reader, a chunk is read in bulk only while that reader
+    holds nothing: not while a Namespace dump it took may go on over the next lines."""
+    import polars as pl
+
+    from sessionlens._lines import Line
+    from sessionlens.parsers.base import ParseContext
+
+    ctx = ParseContext(file="x.log")
+    server = V.Reader(ctx)
+    bench = V._Bench(ctx, server)
+    bench.start()
+    engine = (
+        "(APIServer pid=1) INFO 04-30 10:00:00 [loggers.py:236] Engine 000: Avg prompt "
+        "throughput: 0.0 tokens/s, Avg generation throughput: 9.0 tokens/s, Running: 1 reqs, "
+        "Waiting: 0 reqs, GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%"
+    )
+    t = pl.Series([engine] * 3)
+    assert bench.bulk(t)
+    list(bench.feed(Line(1, "Namespace(backend='vllm', dispatch_function=<function x>,")))
+    assert not bench.bulk(t)  # the dump may go on
+    list(bench.feed(Line(2, engine)))  # a server line ends it
+    assert bench.bulk(t)
+    assert not bench.bulk(pl.Series([engine, "============ Serving Benchmark Result ============"]))

@@ -9,14 +9,13 @@ It never evaluates a logged repr (`_literal` reads them).
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 from collections import deque
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from ... import _literal
 from ..._lines import Chunk, Line, SourceText
@@ -25,6 +24,9 @@ from .._fields import Field, Read, keyed_fields, lookup_field, read_value, value
 from ..base import InlineReader, ParseContext
 
 if TYPE_CHECKING:
+    import polars as pl
+
+    from .._blocks import BlockReader
     from .fast import ChunkRun, Fast
 
 format_id = "vllm-server"
@@ -904,39 +906,91 @@ def parse(src: SourceText, ctx: ParseContext) -> Iterator[Record]:
     From the first line of a benchmark run printed into the log on, lines go through the
     vllm-bench-serve reader, which reads the block and hands every other line back to this
     log's reader: the block's samples are kept, not dropped for being past the head. A big
-    log is read a chunk at a time (`fast`), exactly as line by line.
+    log is read a chunk at a time (`fast`), exactly as line by line; below a benchmark run's
+    reader too, a chunk whose every line it would hand back as it is (`_Bench.bulk`).
     """
     reader = Reader(ctx)
-    items = _read(src, ctx, reader)
-    for item in items:
+    bench = _Bench(ctx, reader)
+    for item in _read(src, ctx, reader, bench):
         if not isinstance(item, Line):
             yield item
             continue
-        text = item.text
-        if any(w in text for w in BENCH_WORDS) and _BENCH_START.search(text):
-            # from here on `_read` gives lines only
-            yield from _with_bench(reader, item, cast(Iterator[Line], items), ctx)
-            return
-        yield from reader.feed(item)
-    yield from reader.finish()
+        if bench.reader is None:
+            text = item.text
+            if not (any(w in text for w in BENCH_WORDS) and _BENCH_START.search(text)):
+                yield from reader.feed(item)
+                continue
+            bench.start()
+        yield from bench.feed(item)
+    if bench.reader is None:
+        yield from reader.finish()
+    else:
+        yield from bench.finish()
 
 
-def _read(src: SourceText, ctx: ParseContext, reader: Reader) -> Iterator[Record | Line]:
+class _Bench:
+    """A benchmark run printed into the log: from its first line on, its block reader takes
+    every line and hands the server's back to this log's reader (`server`)."""
+
+    def __init__(self, ctx: ParseContext, server: Reader) -> None:
+        self.ctx = ctx
+        self.server = server
+        self.reader: BlockReader | None = None
+        self._mine = False  # this log's format marked embedded before the run started
+
+    def start(self) -> None:
+        from .._blocks import BlockReader
+
+        reader = self.ctx.embed(_BENCH, server=self.server)
+        assert isinstance(reader, BlockReader)
+        self.reader = reader
+        self._mine = format_id in self.ctx.embedded
+
+    def feed(self, ln: Line) -> Iterator[Record]:
+        assert self.reader is not None
+        for rec in self.reader.feed(ln):
+            if isinstance(rec, BlockStart):
+                self.ctx.embedded.add(_BENCH)
+            yield rec
+
+    def finish(self) -> Iterator[Record]:
+        assert self.reader is not None
+        for rec in self.reader.finish():
+            if isinstance(rec, BlockStart):
+                self.ctx.embedded.add(_BENCH)
+            yield rec
+        if not self._mine:
+            self.ctx.embedded.discard(format_id)  # the block reader marks its embedded one so
+
+    def bulk(self, t: pl.Series) -> bool:
+        """Whether a chunk's lines (`t`) can be read in bulk by this log's reader below the
+        run's: the run's reader holds nothing and would hand every one back as it is."""
+        reader = self.reader
+        return (
+            reader is not None
+            and reader.embedded is self.server
+            and reader.passes_through
+            and bool(reader.passing(t).all())
+        )
+
+
+def _read(
+    src: SourceText, ctx: ParseContext, reader: Reader, bench: _Bench
+) -> Iterator[Record | Line]:
     """The records of the chunks read in bulk, and the lines to read one by one (those of
-    small files, of a chunk polars cannot split exactly, the cut last line, and every line
-    from a benchmark run's start on)."""
+    small files, of a chunk polars cannot split exactly, the cut last line, and from a
+    benchmark run's start on those of every chunk its reader would not hand back whole)."""
     if not FAST:
         yield from src.lines()
         return
     fast: Fast | None = None
     ahead: deque[tuple[Chunk, Future[ChunkRun | None]]] = deque()
-    by_line = False  # a benchmark run started: the rest line by line
     try:
         for piece in src.chunks(FAST_CHUNK):
             big = isinstance(piece, Chunk) and (
                 fast is not None or len(piece.data) >= FAST_MIN_BYTES
             )
-            if big and not by_line:
+            if big:
                 assert isinstance(piece, Chunk)
                 if fast is None:
                     from .fast import Fast
@@ -944,22 +998,16 @@ def _read(src: SourceText, ctx: ParseContext, reader: Reader) -> Iterator[Record
                     fast = Fast(reader, ctx)
                 ahead.append((piece, fast.prepare(piece)))
                 if len(ahead) > AHEAD:
-                    by_line = yield from _walk(src, reader, *ahead.popleft())
+                    yield from _walk(src, reader, bench, *ahead.popleft())
                 continue
             while ahead:
-                if by_line:
-                    yield from src.chunk_lines(ahead.popleft()[0])
-                else:
-                    by_line = yield from _walk(src, reader, *ahead.popleft())
+                yield from _walk(src, reader, bench, *ahead.popleft())
             if isinstance(piece, Line):
                 yield piece
             else:
                 yield from src.chunk_lines(piece)
         while ahead:
-            if by_line:
-                yield from src.chunk_lines(ahead.popleft()[0])
-            else:
-                by_line = yield from _walk(src, reader, *ahead.popleft())
+            yield from _walk(src, reader, bench, *ahead.popleft())
     finally:
         if fast is not None:
             fast.close()
@@ -969,33 +1017,28 @@ AHEAD = 2  # chunks prepared on worker threads while one is walked
 
 
 def _walk(
-    src: SourceText, reader: Reader, chunk: Chunk, prepared: Future[ChunkRun | None]
-) -> Generator[Record | Line, None, bool]:
-    """A prepared chunk's records (its lines, when it could not be prepared); True when a
-    benchmark run starts in it (its lines from that one on are given)."""
+    src: SourceText,
+    reader: Reader,
+    bench: _Bench,
+    chunk: Chunk,
+    prepared: Future[ChunkRun | None],
+) -> Iterator[Record | Line]:
+    """A prepared chunk's records; its lines, when it could not be prepared or a benchmark
+    run's reader takes them (`_Bench.bulk`), and from the line a benchmark run starts at on.
+    Below a run's reader, the lines read in bulk are counted as it counts the lines it hands
+    back (`BlockReader.passed`)."""
     from .fast import Bench
 
     run = prepared.result()
-    if run is None:
+    if run is None or (bench.reader is not None and not bench.bulk(run.t)):
         yield from src.chunk_lines(chunk)
-        return False
+        return
     for item in run.run(reader):
         if isinstance(item, Bench):
+            if bench.reader is not None:
+                bench.reader.passed(item.row)
             yield from src.chunk_lines(chunk)[item.row :]
-            return True
+            return
         yield item
-    return False
-
-
-def _with_bench(
-    reader: Reader, first: Line, rest: Iterator[Line], ctx: ParseContext
-) -> Iterator[Record]:
-    bench = ctx.embed(_BENCH, server=reader)
-    mine = format_id in ctx.embedded
-    for ln in itertools.chain([first], rest, [None]):
-        for rec in bench.feed(ln) if ln is not None else bench.finish():
-            if isinstance(rec, BlockStart):
-                ctx.embedded.add(_BENCH)
-            yield rec
-    if not mine:
-        ctx.embedded.discard(format_id)  # the block reader marks its embedded reader so
+    if bench.reader is not None:
+        bench.reader.passed(run.n)

@@ -83,7 +83,9 @@ if TYPE_CHECKING:
 #   line by line, when its fields are V0's (a layout of its own: each counter's difference
 #   is taken in bulk from the rank's line before, while none goes down and the reader's state
 #   gives no note or setting; `ChunkRun._v0_rows`) or an engine line said V0 (fed then);
-# - a benchmark run printed into the log ends the chunk path: the rest goes line by line.
+# - a benchmark run printed into the log ends the chunk's walk: its reader takes the lines
+#   from its start on, and a later chunk is walked below it only when it would hand every
+#   line of it back to this log's reader as it is (`vllm_server._Bench.bulk`).
 # Chunks are split, classified and matched on worker threads; the main thread walks them in
 # order, feeding what must be fed, and hands each chunk's samples over in line order.
 
@@ -752,7 +754,8 @@ class Fast:
 
 @dataclass(frozen=True, slots=True)
 class Bench:
-    """A benchmark run starts at this chunk row: the log goes line by line from there."""
+    """A benchmark run starts at this chunk row: the chunk's lines go to its reader from
+    there."""
 
     row: int
 

@@ -445,11 +445,11 @@ _JSON_BLANKS = re.compile(r"[ \t]+")  # (an indented document's lines start with
 # value a scalar as `_json_scalar` reads one, or an opening bracket (no comma after it).
 _J_VALUE = (
     rf"(?:({_JSON_STRING.pattern})|({_JSON_NUMBER.pattern})"
-    rf"|({'|'.join(re.escape(w) for w in _JSON_LITERALS)})|([{{\[]))[ \t]*(,?)[ \t]*$"
+    rf"|({'|'.join(re.escape(w) for w in _JSON_LITERALS)})|([{{\[]))[ \t]*(,?)[ \t]*\Z"
 )
 _JSON_MEMBER = re.compile(rf"[ \t]*({_JSON_STRING.pattern})[ \t]*:[ \t]*{_J_VALUE}")
 _JSON_ELEMENT = re.compile(rf"[ \t]*{_J_VALUE}")
-_JSON_CLOSER = re.compile(r"[ \t]*([}\]])[ \t]*(,?)[ \t]*$")
+_JSON_CLOSER = re.compile(r"[ \t]*([}\]])[ \t]*(,?)[ \t]*\Z")
 
 
 def _json_text(quoted: str) -> str:

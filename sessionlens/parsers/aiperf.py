@@ -650,12 +650,17 @@ def _mode(src: SourceText) -> str:
     return "json"
 
 
+_RECORD_BYTES = 1 << 22  # a per-request record's line at most (its ICLs: thousands of numbers)
+
+
 def _per_request(text: str) -> bool:
     """Whether a line is one of AIPerf's per-request records: a whole JSON object with its
     `metadata` and its `metrics`, each metric a `{"value": …, "unit": …}` of that request."""
+    if len(text) > _RECORD_BYTES or '"metadata"' not in text or '"metrics"' not in text:
+        return False
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested past the parser's depth)
         return False
     metrics = doc.get("metrics") if isinstance(doc, dict) else None
     return (

@@ -901,6 +901,7 @@ class _Lines:
         names, bodies, numbers, stamps, texts = self.split(start, end)
         found = self.numbers.slice(start, end - start).to_list()
         found_stamps = self.stamps.slice(start, end - start).to_list()
+        shapes = self.shapes.slice(start, end - start).to_list()
         marker = eof = False
         offsets: list[int] = []
         keys: list[Key] = []
@@ -936,7 +937,8 @@ class _Lines:
             labels = reader._labels(body)
             if labels is None:  # (a series after `# EOF` would have started a scrape)
                 return None
-            if found[k] != f" {numbers[k]}" or found_stamps[k] != stamps[k]:
+            key = name if body is None else f"{name}{{{body}}}"
+            if found[k] != f" {numbers[k]}" or found_stamps[k] != stamps[k] or shapes[k] != key:
                 return None  # (a label's text that looks like an exemplar's start)
             offsets.append(k)
             keys.append((name, labels))

@@ -160,3 +160,15 @@ def test_an_export_on_one_line_is_read_not_taken_for_per_request_records() -> No
     assert values(r, "ttft_ms_p99") == [68.82]
     assert values(r, "accept_length") == [2.57]
     assert not any(d.code == "no-samples" for d in r.diagnostics)
+
+
+def test_a_first_line_nested_past_the_json_parsers_depth_is_no_traceback() -> None:
+    # the per-request check loads a first line only where it may be a record, and a
+    # document nested deeper than `json.loads` goes is read as before (not a RecursionError)
+    deep = "[" * 5000 + "]" * 5000
+    for head in (
+        '{"time_to_first_token": {"unit": "ms", "avg": 25.1}, "x": ',
+        '{"metadata": {}, "metrics": ',
+    ):
+        r = parse_text(head + deep + "}", format="aiperf", path="profile_export_aiperf.json")
+        assert not any(d.code == "no-samples" and d.level == "info" for d in r.diagnostics)

@@ -274,3 +274,11 @@ def test_json_lines_read_one_line_at_a_time_as_token_by_token(
         return out
 
     assert read(fast=True) == read(fast=False)
+
+
+def test_a_line_ending_in_a_newline_is_no_member_read_in_one_match() -> None:
+    # (`$` would match before it; token by token, a newline is no blank of JSON's here)
+    reader = F.JsonLines()
+    reader.feed("{", 1)
+    assert [e.kind for e in reader.feed('  "a": 1\n', 2)] == ["skip"]
+    assert [e.kind for e in reader.feed('  "a": 1', 3)] == ["value"]

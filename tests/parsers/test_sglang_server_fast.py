@@ -1365,3 +1365,22 @@ def test_glued_fields_are_learned_only_as_the_reader_splits_them() -> None:
     decode = line.replace(head[26 : head.index("token usage")], "Decode batch. #running-req: 2, ")
     assert "Decode batch. #running-req: 2, token usage" in decode
     assert F._learn(decode) is None  # (glued fields are a prefill server's alone)
+
+
+@pytest.mark.parametrize("blanks", [1, 300, 367])
+def test_an_item_of_glued_fields_is_learned_only_if_every_match_stays_under_400(
+    blanks: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The reader splits glued fields only in an item under 400 characters; a layout is
+    learned from such an item only when the widest values it matches keep it under."""
+    head = (
+        "Prefill batch. #new-seq: 1, #new-token: 512, #cached-token: 0, token usage: 0.00, "
+        "#unbootstrapped-req: 0, #queue-req: 0, "
+    )
+    lines = [
+        f"[2025-06-20 10:00:{k % 60:02d} TP0] {head}#transferring-req: "
+        f"{1 if k < 20 else 123456}{' ' * blanks}time: 0.07 "
+        for k in range(40)
+    ]
+    rows = same_in_bulk(tmp_path / "wide.log", lines, monkeypatch, (2000, 1 << 20))
+    assert (rows > 0) is (blanks < 367)  # (300: 388 characters at the widest)

@@ -416,7 +416,12 @@ def _glued(
         out.append(
             (_rx(item[g.start() : g.start("v")]), f"([0-9]{{1,15}}{frac}){_rx(blanks)}", spec)
         )
-    return out if out and at == len(item) else None
+    if not out or at != len(item):
+        return None
+    # the reader splits an item so only below 400 characters: every item the layout matches
+    # must be, its values at their widest (15 digits, a point, 15 decimals)
+    widest = len(item) - sum(len(g.group("v")) for g in _GLUED.finditer(item)) + 31 * len(out)
+    return out if widest < 400 else None
 
 
 def _other_prefix(

@@ -66,11 +66,15 @@ FOREIGN = _FOREIGN  # for parsers that route a server log's lines to an embedded
 # Server-log lines `strip_outer` leaves as they are and `_FOREIGN` matches at their start
 # (`BlockReader.passing` reads them so in bulk; a line with `%|` may hold a tqdm bar that
 # `strip_outer` cuts off, and is checked on its own): SGLang's `[date time TAGS]`, bare or
-# behind docker's `-t` time, and uvicorn's `INFO:`.
+# behind docker's `-t` time, and uvicorn's `INFO:`; and vLLM's `(APIServer pid=N) INFO
+# MM-DD hh:mm:ss` and `(APIServer pid=N) INFO:`, whose process prefix `strip_outer` takes
+# off (ASCII classes only: a line this misses is asked on its own).
 _PASSING = (
     r"^(?:\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?[ \t])?"
     r"\[(?:\d{4}-\d\d-\d\d[ T])?\d\d:\d\d:\d\d[^\]]*\]"
     r"|^(?:INFO|WARNING|ERROR|DEBUG|CRITICAL):\s"
+    r"|^\((?:[A-Za-z0-9_.\-]+ )?pid=[0-9]+\) (?:INFO|WARNING|ERROR|DEBUG|CRITICAL)"
+    r"(?::[ \t]| +[0-9][0-9]-[0-9][0-9] [0-9][0-9]:[0-9][0-9]:[0-9][0-9])"
 )
 # What a cut last line holds when the file ends inside a block: the start of a row label
 # (`Mean TT`) or of a section header (`-----Time to Fi`); never a shell prompt (`$`, `@`).

@@ -678,3 +678,54 @@ def test_a_source_names_a_block_its_bulk_read_started_only_where_it_did(
         assert blocks[b].format == "phase"
     for b, v in named.items():
         assert blocks[b].settings == v.get("settings", {})
+
+
+def test_passing_in_bulk_is_passes_line_by_line() -> None:
+    """`BlockReader.passing` (a polars pass for the usual server-log prefixes, any other
+    line asked on its own) says of every line what `passes` says: vLLM's and SGLang's
+    lines behind their prefixes, uvicorn's, a block's title, rule and section, tqdm bars,
+    odd process names, digits beyond ASCII, text that only looks like a prefix."""
+    import numpy as np
+    import polars as pl
+
+    from sessionlens.parsers.base import ParseContext
+    from sessionlens.parsers.vllm_server import Reader
+
+    ctx = ParseContext(file="x.log")
+    bench = ctx.embed("vllm-bench-serve", server=Reader(ctx))
+    heads = [
+        "(APIServer pid=1) ",
+        "(EngineCore_DP0 pid=77) ",
+        "(VllmWorker rank=0 pid=5) ",
+        "(pid=12) ",
+        "(Wörker pid=3) ",
+        "(APIServer pid=١٢) ",
+        "(APIServer pid=1)\t",
+        "(APIServer pid=1, ip=10.0.0.1) ",
+        "",
+        "2026-03-02T09:15:00.123Z ",
+        "svc-1  | ",
+    ]
+    bodies = [
+        "INFO 11-14 09:05:43 [loggers.py:236] Engine 000: Avg prompt throughput: 1.0 tokens/s",
+        'INFO:     127.0.0.1:36729 - "POST /generate HTTP/1.1" 200 OK',
+        "WARNING 11-14 09:05:43 [x.py:1] something",
+        "INFO 1-14 09:05:43 not a date",
+        "INFO:127.0.0.1 glued",
+        "[2025-11-14 09:00:00 TP0] Decode batch, #running-req: 1",
+        "============ Serving Benchmark Result ============",
+        "==================================================",
+        "---------------Time to First Token----------------",
+        "Successful requests:                     200",
+        "100%|██████████| 200/200 [00:10<00:00, 19.9it/s]INFO 11-14 09:05:43 [x.py:1] after",
+        "- INFO 11-14 09:05:43 [x.py:1] a bullet",
+        "Namespace(backend='vllm', dispatch_function=<function x>)",
+        "",
+    ]
+    lines = [h + b for h in heads for b in bodies]
+    got = bench.passing(pl.Series(lines, dtype=pl.String))
+    want = np.array([bench.passes(x) for x in lines])
+    assert got.tolist() == want.tolist(), [
+        x for x, g, w in zip(lines, got, want, strict=True) if g != w
+    ]
+    assert want.sum() > 20  # both kinds are there

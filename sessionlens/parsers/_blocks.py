@@ -566,10 +566,11 @@ _SGLANG_JSON_KEYS = re.compile(
     r'"(?:accept_length|random_range_ratio|sharegpt_output_len|'
     r'total_output_tokens_retokenized|server_info)"\s*:'
 )
-# Keys only `vllm bench serve --save-result` writes.
+# Keys only `vllm bench serve --save-result` writes (a `spec_decode_*` one with a value of
+# its own: AIPerf's exports hold tags of that name too, each an object of statistics).
 _VLLM_JSON_KEYS = re.compile(
-    r'"(?:endpoint_type|model_id|tokenizer_id|burstiness|max_concurrent_requests|rtfx'
-    r'|spec_decode_[a-z_]+)"\s*:'
+    r'"(?:endpoint_type|model_id|tokenizer_id|burstiness|max_concurrent_requests|rtfx)"\s*:'
+    r'|"spec_decode_[a-z_]+"\s*:(?!\s*\{)'
 )
 
 

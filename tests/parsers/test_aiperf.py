@@ -172,3 +172,14 @@ def test_a_first_line_nested_past_the_json_parsers_depth_is_no_traceback() -> No
     ):
         r = parse_text(head + deep + "}", format="aiperf", path="profile_export_aiperf.json")
         assert not any(d.code == "no-samples" and d.level == "info" for d in r.diagnostics)
+
+
+def test_an_export_on_one_line_is_detected_as_aiperf() -> None:
+    # (its `spec_decode_*` tags, each an object of statistics, are no vLLM result's keys)
+    import json
+
+    pretty = HERE / "v0.13-profile_export_aiperf-spec-decode.json"
+    one_line = json.dumps(json.loads(pretty.read_text()))
+    assert detect(one_line, "profile_export_aiperf.json") == "aiperf"
+    r = parse_text(one_line, path="profile_export_aiperf.json")
+    assert values(r, "accept_length") == [2.57]

@@ -281,16 +281,9 @@ def _learn(text: str) -> _Layout | None:
             sign = ""
             if num.startswith("-") and not pct:
                 sign, num = "-", num[1:]
-            d = _DEC_SHAPE.fullmatch(num)
-            if decimals:
-                # fewer decimals than printed would be a cut value: leave it to `feed`
-                if d is None or len(d.group("d")) < decimals:
-                    return None
-                frac = rf"\.[0-9]{{{decimals},15}}"
-            else:
-                if d is None and _INT_SHAPE.fullmatch(num) is None:
-                    return None
-                frac = r"(?:\.[0-9]{1,15})?"
+            frac = _fraction(num, decimals)
+            if frac is None:
+                return None
             if not sign:
                 shape = f"([0-9]{{1,15}}{frac})"
             elif num.strip("0.") == "":
@@ -382,6 +375,20 @@ def _learn(text: str) -> _Layout | None:
     )
 
 
+def _fraction(num: str, decimals: int | None) -> str | None:
+    """The regex of a value's fraction as a layout pins it, from the unsigned number printed
+    (`num`) and its field's fixed decimals: at least those decimals (fewer would be a cut
+    value: `feed` says so), or any; None when `num` is no plain number of that kind."""
+    d = _DEC_SHAPE.fullmatch(num)
+    if decimals:
+        if d is None or len(d.group("d")) < decimals:
+            return None
+        return rf"\.[0-9]{{{decimals},15}}"
+    if d is None and _INT_SHAPE.fullmatch(num) is None:
+        return None
+    return r"(?:\.[0-9]{1,15})?"
+
+
 def _glued(
     item: str,
 ) -> list[tuple[str, str, tuple[str | None, str | None, int | None, str]]] | None:
@@ -394,7 +401,7 @@ def _glued(
     if len(item) >= 400:  # (the reader reads longer ones as one field)
         return None
     out: list[tuple[str, str, tuple[str | None, str | None, int | None, str]]] = []
-    at = 0
+    at = values = 0
     for g in _GLUED.finditer(item):
         if g.start() != at:
             return None
@@ -403,15 +410,10 @@ def _glued(
         raw = g.group("v")
         if spec is None or spec[3] != "n":
             return None
-        d = _DEC_SHAPE.fullmatch(raw)
-        if spec[2]:
-            if d is None or len(d.group("d")) < spec[2]:
-                return None
-            frac = rf"\.[0-9]{{{spec[2]},15}}"
-        else:
-            if d is None and _INT_SHAPE.fullmatch(raw) is None:
-                return None
-            frac = r"(?:\.[0-9]{1,15})?"
+        frac = _fraction(raw, spec[2])
+        if frac is None:
+            return None
+        values += len(raw)
         blanks = item[g.end("v") : g.end()]
         out.append(
             (_rx(item[g.start() : g.start("v")]), f"([0-9]{{1,15}}{frac}){_rx(blanks)}", spec)
@@ -420,7 +422,7 @@ def _glued(
         return None
     # the reader splits an item so only below 400 characters: every item the layout matches
     # must be, its values at their widest (15 digits, a point, 15 decimals)
-    widest = len(item) - sum(len(g.group("v")) for g in _GLUED.finditer(item)) + 31 * len(out)
+    widest = len(item) - values + 31 * len(out)
     return out if widest < 400 else None
 
 

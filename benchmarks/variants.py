@@ -219,6 +219,28 @@ def variant(shape: str, name: str, size: int, work: Path, shapes: Path) -> Path:
     return out
 
 
+def timed_parse(
+    path: Path, trees: list[tuple[str, dict[str, str]]], repeat: int, parquet: Path
+) -> tuple[dict[str, float], dict[str, int], dict[str, str]]:
+    """`parse --format parquet` of `path` by each tree, `repeat` times in turn: per tree the
+    median wall time, the rows written, or why a run failed (the first word of its exit
+    message: a row of the table of its own)."""
+    runs: dict[str, list[Timing]] = {}
+    counts: dict[str, int] = {}
+    failed: dict[str, str] = {}
+    for _ in range(max(repeat, 1)):
+        for tree, env in trees:
+            argv = ["parse", str(path), "--format", "parquet", "--out", str(parquet)]
+            try:
+                runs.setdefault(tree, []).append(run_once(sessionlens(*argv), env))
+            except SystemExit as e:
+                failed[tree] = str(e).split(":")[0]
+                continue
+            counts[tree] = rows(parquet)
+    seconds = {tree: summary(r).seconds for tree, r in runs.items() if tree not in failed}
+    return seconds, counts, failed
+
+
 def rows(parquet: Path) -> int:
     import polars as pl
 
@@ -255,25 +277,13 @@ def main(argv: list[str] | None = None) -> int:
             log = variant(shape, name, size, work, Path(args.shapes_dir))
             warm(log)
             gb = log.stat().st_size / (1 << 30)
-            parquet = work / "samples.parquet"
-            runs: dict[str, list[Timing]] = {}
-            counts: dict[str, int] = {}
-            failed: dict[str, str] = {}
-            for _ in range(max(args.repeat, 1)):
-                for tree, env in trees:
-                    argv = ["parse", str(log), "--format", "parquet", "--out", str(parquet)]
-                    try:
-                        runs.setdefault(tree, []).append(run_once(sessionlens(*argv), env))
-                    except SystemExit as e:  # a run that fails is a row of the table
-                        failed[tree] = str(e).split(":")[0]
-                        continue
-                    counts[tree] = rows(parquet)
+            seconds, counts, failed = timed_parse(log, trees, args.repeat, work / "samples.parquet")
             row = f"| {shape} | {name} | {log.stat().st_size / (1 << 20):.0f} |"
             for tree, _ in trees:
                 if tree in failed:
                     row += f" {failed[tree]} | | |"
                     continue
-                per_gb = summary(runs[tree]).seconds / gb
+                per_gb = seconds[tree] / gb
                 base.setdefault(tree, per_gb)
                 row += f" {per_gb:.1f} | {per_gb / base[tree]:.1f} | {counts[tree]} |"
             print(row)

@@ -27,8 +27,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import gen_sglang_log as gen  # noqa: E402
-from run import Timing, run_once, sessionlens, sessionlens_env, summary, warm  # noqa: E402
-from variants import rows  # noqa: E402
+from run import sessionlens_env, warm  # noqa: E402
+from variants import timed_parse  # noqa: E402
 
 Lines = Callable[[random.Random], str]
 
@@ -486,25 +486,13 @@ def main(argv: list[str] | None = None) -> int:
             warm(f)
         mb = sum(f.stat().st_size for f in files) / (1 << 20)
         gb = mb / 1024
-        parquet = work / "samples.parquet"
-        runs: dict[str, list[Timing]] = {}
-        counts: dict[str, int] = {}
-        failed: dict[str, str] = {}
-        for _ in range(max(args.repeat, 1)):
-            for tree, env in trees:
-                argv_ = ["parse", str(path), "--format", "parquet", "--out", str(parquet)]
-                try:
-                    runs.setdefault(tree, []).append(run_once(sessionlens(*argv_), env))
-                except SystemExit as e:  # no sample (exit 2) or a failure: a row of its own
-                    failed[tree] = str(e).split(":")[0]
-                    continue
-                counts[tree] = rows(parquet)
+        seconds, counts, failed = timed_parse(path, trees, args.repeat, work / "samples.parquet")
         row = f"| {name} | {what} | {mb:.0f} |"
         for tree, _ in trees:
             if tree in failed:
                 row += f" {failed[tree]} | | |"
                 continue
-            per_gb = summary(runs[tree]).seconds / gb
+            per_gb = seconds[tree] / gb
             if name == family or not family:
                 plain[(tree, name)] = per_gb
             base = plain.get((tree, family))

@@ -125,6 +125,37 @@ def _requests(lines: list[str], rng: random.Random) -> Iterator[str]:
                 )
 
 
+def _tracebacks(lines: list[str], rng: random.Random) -> Iterator[str]:
+    """A traceback for a failed request (a client sending prompts longer than the model's
+    context: uvicorn's `Exception in ASGI application`) after about one line in 40, its
+    frames naming `schedule_batch.py` and `batch = ...`, one in five chained to a second."""
+    vllm = any("metrics.py" in x or "loggers.py" in x for x in lines[:5000])
+    head = "(APIServer pid=1234) ERROR:    " if vllm else "[2025-11-14 09:01:43] ERROR:    "
+    frames = [
+        '  File "/usr/lib/python3/dist-packages/uvicorn/protocols/http/httptools_impl.py", '
+        "line 409, in run_asgi",
+        "    result = await app(  # type: ignore[func-returns-value]",
+        '  File "/sgl-workspace/sglang/python/sglang/srt/managers/schedule_batch.py", line '
+        "1050, in prepare_for_decode",
+        "    batch = self.get_next_batch_to_run()",
+    ]
+    for line in lines:
+        yield line
+        if rng.random() < 0.025:
+            yield f"{head}Exception in ASGI application"
+            yield "Traceback (most recent call last):"
+            yield from frames
+            tokens = rng.randint(131073, 400000)
+            yield f"ValueError: The input ({tokens} tokens) is longer than the context length."
+            if rng.random() < 0.2:
+                yield ""
+                yield "During handling of the above exception, another exception occurred:"
+                yield ""
+                yield "Traceback (most recent call last):"
+                yield from frames[2:]
+                yield "RuntimeError: the request failed"
+
+
 _LABELS = re.compile(r'\{engine="(\d+)",(.*)model_name="([^"]*)"\}')
 
 
@@ -175,6 +206,7 @@ VARIANTS: dict[str, tuple[str, Rewrite]] = {
     "new-field": ("a newer version's field in every batch and engine line", _each(_new_field)),
     "cut-1%": ("1 % of lines cut at any place", _each(_cut)),
     "requests": ("a request log: 15 % more lines, prompts in other scripts", _requests),
+    "tracebacks": ("a failed request's traceback after one line in 40", _tracebacks),
 }
 PROM_VARIANTS: dict[str, tuple[str, Rewrite]] = {
     "none": VARIANTS["none"],

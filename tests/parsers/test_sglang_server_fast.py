@@ -1384,3 +1384,123 @@ def test_an_item_of_glued_fields_is_learned_only_if_every_match_stays_under_400(
     ]
     rows = same_in_bulk(tmp_path / "wide.log", lines, monkeypatch, (2000, 1 << 20))
     assert (rows > 0) is (blanks < 367)  # (300: 388 characters at the widest)
+
+
+def _traceback(rng: random.Random, ts: str) -> list[str]:
+    """A traceback as servers print them among batch lines: uvicorn's for a failed request
+    (frames in `schedule_batch.py`, a `batch = ...` line), chained ones, one cut before its
+    exception line, one holding a batch line's words in a frame's code and a blank line,
+    one followed by a line `_EXC_LINE` reads as an exception."""
+    frames = [
+        '  File "/sgl/python/sglang/srt/entrypoints/http_server.py", line 412, in generate',
+        "    ret = await tokenizer_manager.generate_request(obj, request).__anext__()",
+        '  File "/sgl/python/sglang/srt/managers/schedule_batch.py", line 1050, in prepare',
+        "    batch = self.get_next_batch_to_run()",
+    ]
+    exc = f"ValueError: The input ({rng.randint(1, 9) * 70000} tokens) is too long."
+    kind = rng.randrange(6)
+    out = [f"[{ts}] ERROR:    Exception in ASGI application", "Traceback (most recent call last):"]
+    out += frames[: rng.choice((2, 4))]
+    if kind == 1:  # chained
+        out += [exc, "", "During handling of the above exception, another exception occurred:"]
+        out += ["", "Traceback (most recent call last):", *frames[2:], "RuntimeError: failed"]
+    elif kind == 2:  # cut before its exception line
+        pass
+    elif kind == 3:  # a frame's code holding a batch line's words, and a blank line
+        out += ['    logger.info(f"Decode batch, #running-req: {n}, #token: 10, ")', "", exc]
+    elif kind == 4:  # a line read as another exception line after it: it closes it
+        out += [exc, 'INFO:     127.0.0.1:5000 - "POST /generate HTTP/1.1" 500']
+    else:
+        out.append(exc)
+    return out
+
+
+def test_tracebacks_among_batch_lines_are_read_the_same_and_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server printing a traceback for each failed request (a client sending prompts that
+    are too long): the traceback's lines go to the reader's traceback, the rows between in
+    bulk, the batch line that closes a traceback in bulk too, and no frame line counts as a
+    batch line (`schedule_batch.py`): a chunk of them is never given up to `feed` (a log of
+    uvicorn's tracebacks read 5.8× slower than without them)."""
+    rng = random.Random(23)
+    lines: list[str] = []
+    tracebacks = 0
+    for k in range(5000):
+        ts = f"2026-10-30 {k // 3600 % 24:02d}:{k // 60 % 60:02d}:{k % 60:02d}"
+        for rank in range(4):
+            lines.append(
+                f"[{ts} TP{rank}] Decode batch, #running-req: {rng.randint(1, 40)}, #token: "
+                f"{rng.randint(0, 9999)}, token usage: {rng.random():.2f}, cuda graph: True, "
+                f"gen throughput (token/s): {rng.uniform(0, 999):.2f}, #queue-req: 0, "
+            )
+            if rng.random() < 0.05:
+                lines += _traceback(rng, ts)
+                tracebacks += 1
+    lines += _traceback(rng, "2026-10-30 02:00:00")  # open at the end: `finish` closes it
+    path = tmp_path / "tracebacks.log"
+    rows = same_in_bulk(path, lines, monkeypatch, (1 << 13, 1 << 16, 1 << 24))
+    assert rows >= 5000  # (of its 20,000 batch lines, the 5,000 that give samples: the
+    # others are duplicate ranks)
+    fed = rows_fed(monkeypatch)
+    parse(path, monkeypatch, fast=True, chunk=1 << 16, window=WINDOW)
+    # each traceback's first lines (rare words) and the few that settle the state: not its
+    # frames, nor the line after it
+    assert tracebacks > 900
+    assert len(fed) < 2 * tracebacks + 100, (len(fed), tracebacks)
+
+
+def test_a_traceback_in_a_paste_indented_as_a_whole_ends_at_the_next_log_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log pasted with every line indented (a Markdown code block, a notes file): a
+    traceback's frames are indented further, its exception line as its first line, and the
+    log's next line closes it (it took every line to the end of the file before, as one
+    frame each: 3,000 batch lines lost, and the exception read as cut)."""
+    rng = random.Random(5)
+    lines: list[str] = []
+    for k in range(3000):
+        ts = f"2026-10-30 {k // 3600 % 24:02d}:{k // 60 % 60:02d}:{k % 60:02d}"
+        for rank in range(2):
+            lines.append(
+                f"    [{ts} TP{rank}] Decode batch, #running-req: {rng.randint(1, 40)}, "
+                f"#token: {rng.randint(0, 9999)}, token usage: {rng.random():.2f}, "
+                f"gen throughput (token/s): {rng.uniform(0, 999):.2f}, #queue-req: 0, "
+            )
+        if k == 1500:
+            lines += [
+                "    Traceback (most recent call last):",
+                '      File "/sgl/python/sglang/srt/managers/scheduler.py", line 1, in f',
+                "        batch = self.get_next_batch_to_run()",
+                "    ValueError: boom",
+            ]
+    path = tmp_path / "indented.log"
+    assert same_in_bulk(path, lines, monkeypatch, (1 << 13, 1 << 20)) > 0
+    samples, *_, notes, _, _ = parse(path, monkeypatch, fast=False)
+    after = {s[2] for s in samples if s[2] > 3006}  # (metric, value, line, ...)
+    assert len(after) == 1499  # a line of samples for each second after it
+    assert [n for n in notes if "traceback" in n] == [
+        "indented.log:3003: error: traceback: ValueError: boom [server-error]"
+    ]
+
+
+def test_a_batch_line_an_open_traceback_takes_is_not_read_in_bulk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind an outer prefix (`server: `), a batch line right after a traceback cut before
+    its exception line reads as that exception line (`_EXC_LINE`), and the reader takes it
+    into the traceback: the chunk path, which lets an open traceback take lines without
+    `feed`'s bookkeeping, must not also read it in bulk."""
+    rng = random.Random(5)
+    lines: list[str] = []
+    for k in range(3000):
+        ts = f"2026-10-30 {k // 3600 % 24:02d}:{k // 60 % 60:02d}:{k % 60:02d}"
+        lines.append(
+            f"server: [{ts} TP0] Decode batch, #running-req: {rng.randint(1, 40)}, #token: "
+            f"{rng.randint(0, 9999)}, token usage: {rng.random():.2f}, gen throughput "
+            f"(token/s): {rng.uniform(0, 999):.2f}, #queue-req: 0, "
+        )
+        if k % 100 == 50:
+            lines += ["Traceback (most recent call last):", '  File "x.py", line 1, in f']
+    rows = same_in_bulk(tmp_path / "prefixed.log", lines, monkeypatch, (1 << 13, 1 << 20))
+    assert rows > 2900

@@ -871,6 +871,19 @@ class ChunkRun:
                     yield from self._feed(row)
                 break
             if not self._idle():  # an open traceback or phase block takes the line
+                if self.r._tb is not None and self._plain(i):
+                    if not self.r.traceback_takes(self.t[i]):
+                        # the line closes the traceback (its diagnostic), then is read as
+                        # any other: in bulk where the bulk path reads it
+                        self.r.close_traceback()
+                        continue
+                    if not self._bulk_row(i):
+                        # the traceback takes it and `feed` does nothing else: no TP-rank
+                        # state read or changed, whatever it holds (a frame's
+                        # `schedule_batch.py` or `batch = ...` is no batch line)
+                        yield from self._take(i, self.r.feed(Line(self.first + i, self.t[i])))
+                        i += 1
+                        continue
                 if (
                     self.r._tb is None
                     and self._passes_through()
@@ -921,6 +934,28 @@ class ChunkRun:
 
     def _idle(self) -> bool:
         return self.r._tb is None and self.r.phase.idle and self._passes_through()
+
+    def _plain(self, row: int) -> bool:
+        """Whether all `feed` does with the row while a traceback is open is the traceback's
+        step (`Reader.traceback_takes`): no benchmark run's reader, no phase block open, no
+        benchmark run's start, no line glued after a cut one (`Reader._feed_own`)."""
+        text = self.t[row]
+        at = text.find("] ")
+        return (
+            self.bench is None
+            and self.r.bench is None
+            and self.r.phase.idle
+            and _BENCH_WORD not in text
+            and (at < 0 or text.find("] ", at + 2) < 0)
+        )
+
+    def _bulk_row(self, row: int) -> bool:
+        """Whether the bulk path reads the row: a batch row it decides, or a planned phase
+        row."""
+        import numpy as np
+
+        k = int(np.searchsorted(self.m_row, row))
+        return bool(k < len(self.m_row) and self.m_row[k] == row) or bool(self.planned[row])
 
     def _passes_through(self) -> bool:
         """No benchmark run's reader, or one that holds nothing (`passes_through`)."""

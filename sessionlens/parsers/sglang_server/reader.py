@@ -193,12 +193,27 @@ class _Traceback:
     frames: int = 0
     exc: str | None = None
     after_exc: bool = False
+    indent: str = ""  # the blanks before `Traceback` in a paste indented as a whole
 
 
 def _message(text: str) -> str:
     """A line without its SGLang bracket prefix, shortened for a diagnostic."""
     body = _BRACKET_PREFIX.sub("", text[:1000], count=1).strip()
     return body if len(body) <= 200 else body[:197] + "..."
+
+
+def _unindented(text: str, indent: str) -> str:
+    """A traceback's line without the blanks its whole paste is indented by."""
+    return text[len(indent) :] if indent and text.startswith(indent) else text
+
+
+def _chain_header(text: str) -> bool:
+    """A traceback line that opens the next exception of a chain (or another traceback)."""
+    return (
+        "During handling of the above exception" in text
+        or "The above exception was the direct cause" in text
+        or text.startswith("Traceback (most recent call last)")
+    )
 
 
 class Reader:
@@ -631,8 +646,10 @@ class Reader:
 
     def _event(self, ln: Line, text: str, hit: str) -> Iterator[Record]:
         if "Traceback (most recent call last)" in text:
-            head = text[: text.find("Traceback")].rstrip(" :")
-            self._tb = _Traceback(ln.no, _message(head) if head.strip() else "")
+            head = text[: text.find("Traceback")]
+            indent = head if not head.strip() else ""
+            head = head.rstrip(" :")
+            self._tb = _Traceback(ln.no, _message(head) if head.strip() else "", indent=indent)
             self.ctx.count("traceback")
             return
         if hit == "graph end.":
@@ -706,33 +723,48 @@ class Reader:
             return
         yield Setting("kv_cache_gb", round(sum(v for v in sizes if v is not None), 4), ln.no)
 
+    def traceback_takes(self, text: str) -> bool:
+        """Whether the open traceback takes a line of this text (a multi-line traceback is
+        ONE diagnostic); a line it does not take closes it and is read normally. Changes
+        nothing: `feed` does what it says (the chunk path asks first, `fast.ChunkRun.run`)."""
+        tb = self._tb
+        assert tb is not None
+        if not text.strip():
+            return True
+        body = _unindented(text, tb.indent)
+        if body[:1] in (" ", "\t"):
+            # a frame or its code; not a log line indented as a whole (a paste), which a
+            # traceback in such a paste would otherwise take to the end of the file
+            return not tb.after_exc and _LINE_PREFIX.match(text) is None
+        if _chain_header(body):
+            return True
+        return not tb.after_exc and _EXC_LINE.match(body) is not None
+
     def _traceback_line(self, ln: Line) -> bool:
-        """Whether the line belongs to the open traceback (a multi-line traceback is ONE
-        diagnostic); a line that does not closes it and is read normally."""
+        """Whether the open traceback takes the line (`traceback_takes`): then taken; else
+        the traceback is closed (its diagnostic given) and the line is read normally."""
         tb = self._tb
         assert tb is not None
         text = ln.text
+        if not self.traceback_takes(text):
+            self._close_traceback()
+            return False
         if not text.strip():
             return True
-        if text[:1] in (" ", "\t"):
-            if tb.after_exc:
-                self._close_traceback()
-                return False
+        body = _unindented(text, tb.indent)
+        if body[:1] in (" ", "\t"):
             tb.frames += 1
-            return True
-        if (
-            "During handling of the above exception" in text
-            or "The above exception was the direct cause" in text
-            or text.startswith("Traceback (most recent call last)")
-        ):
-            tb.after_exc = False
-            return True
-        if not tb.after_exc and _EXC_LINE.match(text):
-            tb.exc = text.strip()
+        elif _chain_header(body):
+            tb.after_exc = False  # a chained exception follows
+        else:  # its exception line
+            tb.exc = body.strip()
             tb.after_exc = True
-            return True
+        return True
+
+    def close_traceback(self) -> None:
+        """Close the open traceback as a line it does not take would (`traceback_takes`):
+        its diagnostic is given."""
         self._close_traceback()
-        return False
 
     def _close_traceback(self) -> None:
         tb, self._tb = self._tb, None

@@ -1484,23 +1484,33 @@ def test_a_traceback_in_a_paste_indented_as_a_whole_ends_at_the_next_log_line(
     ]
 
 
-def test_a_batch_line_an_open_traceback_takes_is_not_read_in_bulk(
+def test_a_batch_line_behind_an_outer_prefix_closes_a_cut_traceback(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Behind an outer prefix (`server: `), a batch line right after a traceback cut before
-    its exception line reads as that exception line (`_EXC_LINE`), and the reader takes it
-    into the traceback: the chunk path, which lets an open traceback take lines without
-    `feed`'s bookkeeping, must not also read it in bulk."""
+    its exception line looks like that exception line to `_EXC_LINE` (`server:`), and the
+    traceback took it: its samples were lost. A line the reader reads as a batch line is no
+    traceback's line; both paths read every one, in bulk."""
     rng = random.Random(5)
     lines: list[str] = []
     for k in range(3000):
         ts = f"2026-10-30 {k // 3600 % 24:02d}:{k // 60 % 60:02d}:{k % 60:02d}"
+        if k % 2:  # a prefix of another shape too (`_other_prefix`)
+            lead = f"server: {ts}.{k % 1000:03d} INFO 120984 [ TP0 scheduler.py:415]"
+        else:
+            lead = f"server: [{ts} TP0]"
         lines.append(
-            f"server: [{ts} TP0] Decode batch, #running-req: {rng.randint(1, 40)}, #token: "
+            f"{lead} Decode batch, #running-req: {rng.randint(1, 40)}, #token: "
             f"{rng.randint(0, 9999)}, token usage: {rng.random():.2f}, gen throughput "
             f"(token/s): {rng.uniform(0, 999):.2f}, #queue-req: 0, "
         )
         if k % 100 == 50:
             lines += ["Traceback (most recent call last):", '  File "x.py", line 1, in f']
-    rows = same_in_bulk(tmp_path / "prefixed.log", lines, monkeypatch, (1 << 13, 1 << 20))
+            if k % 200 == 50:
+                lines.append("  " + lines[-3])  # indented: no frame either
+    path = tmp_path / "prefixed.log"
+    rows = same_in_bulk(path, lines, monkeypatch, (1 << 13, 1 << 20))
     assert rows > 2900
+    samples, *_ = parse(path, monkeypatch, fast=False)
+    batch_lines = {no for no, line in enumerate(lines, 1) if "Decode batch" in line}
+    assert {s[2] for s in samples} == batch_lines

@@ -207,6 +207,22 @@ def _unindented(text: str, indent: str) -> str:
     return text[len(indent) :] if indent and text.startswith(indent) else text
 
 
+def _batch_at(text: str) -> tuple[int, re.Match[str], str] | None:
+    """Where a batch line's marker stands, its tail's match and its kind (`decode`,
+    `prefill`); None for a line that is no batch line."""
+    if "batch" not in text:
+        return None
+    at = text.find("Decode batch")
+    kind = "decode"
+    if at < 0:
+        at = text.find("Prefill batch")
+        kind = "prefill"
+    if at < 0:
+        return None
+    m = _TAIL.match(text, at + 6 if kind == "decode" else at + 7)
+    return None if m is None else (at, m, kind)
+
+
 def _chain_header(text: str) -> bool:
     """A traceback line that opens the next exception of a chain (or another traceback)."""
     return (
@@ -295,17 +311,10 @@ class Reader:
                 yield rec
             if self.phase.took_last:
                 return
-        if "batch" in text:
-            at = text.find("Decode batch")
-            kind = "decode"
-            if at < 0:
-                at = text.find("Prefill batch")
-                kind = "prefill"
-            if at >= 0:
-                m = _TAIL.match(text, at + 6 if kind == "decode" else at + 7)
-                if m is not None:
-                    yield from self._batch(ln, text, at, m, kind)
-                    return
+        batch = _batch_at(text)
+        if batch is not None:
+            yield from self._batch(ln, text, *batch)
+            return
         if "HTTP/" in text:
             self.ctx.count("http-access")
             return
@@ -735,10 +744,11 @@ class Reader:
         if body[:1] in (" ", "\t"):
             # a frame or its code; not a log line indented as a whole (a paste), which a
             # traceback in such a paste would otherwise take to the end of the file
-            return not tb.after_exc and _LINE_PREFIX.match(text) is None
+            return not tb.after_exc and _LINE_PREFIX.match(text) is None and _batch_at(text) is None
         if _chain_header(body):
             return True
-        return not tb.after_exc and _EXC_LINE.match(body) is not None
+        # its exception line; not a batch line behind an outer prefix (`server: [...`)
+        return not tb.after_exc and _EXC_LINE.match(body) is not None and _batch_at(text) is None
 
     def _traceback_line(self, ln: Line) -> bool:
         """Whether the open traceback takes the line (`traceback_takes`): then taken; else

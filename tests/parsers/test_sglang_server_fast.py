@@ -1514,3 +1514,60 @@ def test_a_batch_line_behind_an_outer_prefix_closes_a_cut_traceback(
     samples, *_ = parse(path, monkeypatch, fast=False)
     batch_lines = {no for no, line in enumerate(lines, 1) if "Decode batch" in line}
     assert {s[2] for s in samples} == batch_lines
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        "  Draft: 1.02 ms/cyc (9.8%)",  # a frame to the traceback
+        "Draft: 1.02 ms/cyc (9.8%)",  # its exception line (`_EXC_LINE`)
+        "server: [2026-02-11 10:00:00 TP0] Draft (2 steps): 1.02 ms/cyc (9.8%)",
+    ],
+)
+def test_a_phase_run_whose_first_line_an_open_traceback_takes_reads_the_same(
+    first: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A traceback still waiting for its exception line takes a phase run's first line and
+    the next closes it: the rest of the run is read by the reader, not skipped by the bulk
+    path, which takes planned runs only from their first line (found by a reviewer)."""
+    batch = (
+        "[2026-02-11 10:00:{s:02d} TP0] Decode batch, #running-req: 3, #token: 100, token "
+        "usage: 0.10, gen throughput (token/s): 10.00, #queue-req: 0, "
+    )
+    last = first.replace("Draft (2 steps)", "Target verify").replace("Draft", "Target verify")
+    lines: list[str] = []
+    for k in range(40):
+        lines += [batch.format(s=k % 60), batch.format(s=k % 60).replace("TP0", "TP1")]
+        if k % 10 == 5:
+            lines += ["Traceback (most recent call last):", first, last.replace("1.02", "9.31")]
+    path = tmp_path / "phase.log"
+    path.write_text("\n".join(lines) + "\n")
+    for chunk in (300, 4096, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+
+
+def test_an_indented_paste_of_a_prefixed_traceback_reads_its_exception_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SGLang's own form, `[ts TP0] Scheduler hit an exception: Traceback ...`, pasted with
+    every line indented: the traceback's blanks are its first line's, so its exception line
+    is read and the lines after it are not its frames (an access line is counted)."""
+    lines = [
+        "    [2026-02-11 10:00:00 TP0] Decode batch, #running-req: 3, #token: 100, token "
+        "usage: 0.10, gen throughput (token/s): 10.00, #queue-req: 0, ",
+        "    [2026-02-11 10:00:01 TP0] Scheduler hit an exception: Traceback (most recent "
+        "call last):",
+        '      File "/sgl/python/sglang/srt/managers/scheduler.py", line 1, in run',
+        "        self.event_loop_overlap()",
+        "    ValueError: boom",
+        '    INFO:     127.0.0.1:5000 - "POST /generate HTTP/1.1" 200 OK',
+    ]
+    path = tmp_path / "indented.log"
+    path.write_text("\n".join(lines) + "\n")
+    for chunk in (300, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+    _, _, counts, _, notes, _, _ = parse(path, monkeypatch, fast=False)
+    assert counts.get("http-access") == 1
+    assert [n for n in notes if "server-error" in n] == [
+        "indented.log:2: error: Scheduler hit an exception: ValueError: boom [server-error]"
+    ]

@@ -938,13 +938,16 @@ class ChunkRun:
     def _plain(self, row: int) -> bool:
         """Whether all `feed` does with the row while a traceback is open is the traceback's
         step (`Reader.traceback_takes`): no benchmark run's reader, no phase block open, no
-        benchmark run's start, no line glued after a cut one (`Reader._feed_own`)."""
+        benchmark run's start, no line glued after a cut one (`Reader._feed_own`), and no
+        planned phase line (a run the traceback took the first line of is fed, not taken
+        in bulk from the middle)."""
         text = self.t[row]
         at = text.find("] ")
         return (
             self.bench is None
             and self.r.bench is None
             and self.r.phase.idle
+            and not self.planned[row]
             and _BENCH_WORD not in text
             and (at < 0 or text.find("] ", at + 2) < 0)
         )

@@ -193,7 +193,7 @@ class _Traceback:
     frames: int = 0
     exc: str | None = None
     after_exc: bool = False
-    indent: str = ""  # the blanks before `Traceback` in a paste indented as a whole
+    indent: str = ""  # the blanks its first line starts with (a paste indented as a whole)
 
 
 def _message(text: str) -> str:
@@ -656,7 +656,7 @@ class Reader:
     def _event(self, ln: Line, text: str, hit: str) -> Iterator[Record]:
         if "Traceback (most recent call last)" in text:
             head = text[: text.find("Traceback")]
-            indent = head if not head.strip() else ""
+            indent = text[: len(text) - len(text.lstrip(" \t"))]  # a paste's, if any
             head = head.rstrip(" :")
             self._tb = _Traceback(ln.no, _message(head) if head.strip() else "", indent=indent)
             self.ctx.count("traceback")

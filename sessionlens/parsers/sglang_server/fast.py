@@ -939,15 +939,18 @@ class ChunkRun:
         """Whether all `feed` does with the row while a traceback is open is the traceback's
         step (`Reader.traceback_takes`): no benchmark run's reader, no phase block open, no
         benchmark run's start, no line glued after a cut one (`Reader._feed_own`), and no
-        planned phase line (a run the traceback took the first line of is fed, not taken
-        in bulk from the middle)."""
+        planned phase line but a run's first (the rest of a run whose first line the
+        traceback took is fed: the bulk path takes runs from their first line only)."""
         text = self.t[row]
         at = text.find("] ")
+        if self.planned[row]:
+            k = bisect_left(self.run_first, row)
+            if k == len(self.run_first) or self.run_first[k] != row:
+                return False
         return (
             self.bench is None
             and self.r.bench is None
             and self.r.phase.idle
-            and not self.planned[row]
             and _BENCH_WORD not in text
             and (at < 0 or text.find("] ", at + 2) < 0)
         )

@@ -635,6 +635,11 @@ def _exact_sum(
     return total / 10.0 ** np.maximum(top, 0), top >= 0
 
 
+# a second SGLang line prefix after a first (`sglang_server.reader._LINE_PREFIX`, searched
+# after the first `] `): a cut line glued to the next
+_GLUED_PREFIX = r"\] .*\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:\.\d{3})?(?: [A-Z_]+\d{1,9})*\] "
+
+
 def _plan(
     t: pl.Series,
     rows: npt.NDArray[np.int64],
@@ -664,6 +669,10 @@ def _plan(
         around = t.gather(edge[inside])  # `Reader.starts` of each: its words, ORed
         phase_edge[inside] = np.logical_or.reduce(
             [around.str.contains(w, literal=True).to_numpy() for w in WORDS]
+            # ... or a cut line glued to the next (`[ts TP0] Dec[ts TP1] ...`), which the
+            # SGLang reader splits, its cut head closing the block as incomplete: the run
+            # is left to the reader
+            + [around.str.contains(_GLUED_PREFIX).to_numpy()]
         )
     good = ~phase_edge[: len(a)] & ~phase_edge[len(a) :] & (prow[e - 1] + 1 < n)
     if not good.any():

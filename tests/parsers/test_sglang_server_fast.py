@@ -1571,3 +1571,30 @@ def test_an_indented_paste_of_a_prefixed_traceback_reads_its_exception_line(
     assert [n for n in notes if "server-error" in n] == [
         "indented.log:2: error: Scheduler hit an exception: ValueError: boom [server-error]"
     ]
+
+
+def test_a_phase_block_closed_by_a_cut_line_glued_to_the_next_reads_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cut line glued to the next (`[ts TP0] Dec[ts TP1] Decode batch, ...`) right after
+    a phase block: the reader splits it, and its cut head leaves the block incomplete (no
+    totals, a warning). The phase plan leaves such a run to the reader (found by a
+    reviewer: the chunk path gave the totals)."""
+    batch = (
+        "[2026-02-11 10:00:{s:02d} TP0] Decode batch, #running-req: 3, #token: 100, token "
+        "usage: 0.10, gen throughput (token/s): 10.00, #queue-req: 0, "
+    )
+    lines: list[str] = []
+    for k in range(40):
+        lines.append(batch.format(s=k))
+        lines.append(f"[2026-02-11 10:00:{k:02d} TP0] Draft (2 steps):   0.71 ms/cyc  (  2.4%)")
+        lines.append(f"[2026-02-11 10:00:{k:02d} TP0] Target verify:     28.78 ms/cyc  ( 96.7%)")
+        if k % 10 == 5:
+            glued = batch.format(s=k).replace("TP0", "TP1")
+            lines.append(f"[2026-02-11 10:00:{k:02d} TP0] Dec{glued}")
+    path = tmp_path / "glued.log"
+    path.write_text("\n".join(lines) + "\n")
+    for chunk in (300, 4096, 1 << 20):
+        assert_same(path, monkeypatch, chunk)
+    *_, notes, _, _ = parse(path, monkeypatch, fast=True)
+    assert sum("is incomplete" in n for n in notes) == 4

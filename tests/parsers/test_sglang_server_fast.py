@@ -1598,3 +1598,27 @@ def test_a_phase_block_closed_by_a_cut_line_glued_to_the_next_reads_the_same(
         assert_same(path, monkeypatch, chunk)
     *_, notes, _, _ = parse(path, monkeypatch, fast=True)
     assert sum("is incomplete" in n for n in notes) == 4
+
+
+def test_a_phase_run_followed_by_a_benchmark_runs_own_line_reads_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Below a benchmark run's reader (`benchmark_args=...` printed into the log), a line
+    of the run's own never reaches the server reader: it does not close the phase block
+    before it, which the bulk path closed there (the same samples in another order; found
+    by a reviewer). Such a chunk is read line by line."""
+    batch = (
+        "[2026-02-11 10:00:{s:02d} TP0] Decode batch, #running-req: 3, #token: 100, token "
+        "usage: 0.10, gen throughput (token/s): 10.00, #queue-req: 0, "
+    )
+    lines = [batch.format(s=k) for k in range(20)]
+    lines.append("benchmark_args=Namespace(backend='sglang-oai', num_prompts=32)")
+    for k in range(20, 40):
+        lines.append(batch.format(s=k))
+        lines.append(f"  [2026-02-11 10:00:{k:02d} TP1] Draft (2 steps): 12.13 ms/cyc (62.9%)")
+        if k == 30:
+            lines.append("Benchmark duration (s):                  16.58     ")
+    path = tmp_path / "bench.log"
+    path.write_text("\n".join(lines) + "\n")
+    for chunk in (300, 4096, 1 << 20):
+        assert_same(path, monkeypatch, chunk)

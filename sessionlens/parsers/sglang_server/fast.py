@@ -839,8 +839,9 @@ class ChunkRun:
         row after `after` on: whether it can. The lines it hands back to the server reader
         as they are (`BlockReader.passes`) are read as before, and counted as it counts
         them; any other line goes to `feed`. Not when another reader took the benchmark's
-        server lines, or a phase line read in bulk would not pass (it is read line by line
-        from here on then)."""
+        server lines, or a phase line read in bulk would not pass, or a line that would not
+        pass follows a phase run read in bulk (the server reader never sees it: it does not
+        close the block there) — the chunk is read line by line from here on then."""
         import numpy as np
 
         bench = self.r.bench
@@ -851,7 +852,7 @@ class ChunkRun:
             return False
         rows = np.flatnonzero(~bench.passing(self.t))
         rows = rows[rows > after]
-        if self.planned[rows].any():
+        if self.planned[rows].any() or self.planned[rows[rows > 0] - 1].any():
             return False
         self.bench = bench
         self.bench_rows = rows

@@ -83,7 +83,11 @@ class InlineReader(LineReader, Protocol):
     # then `take` on the reading thread, in line order, for the runs it reaches.
 
     def plan(
-        self, t: pl.Series, rows: npt.NDArray[np.int64], rank_spans: RankSpans
+        self,
+        t: pl.Series,
+        rows: npt.NDArray[np.int64],
+        rank_spans: RankSpans,
+        split: str | None = None,
     ) -> PhasePlan: ...
 
     def take(self, plan: PhasePlan, lo: int, hi: int, first: int) -> BlockStarts | None: ...

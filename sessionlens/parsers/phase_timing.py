@@ -140,11 +140,19 @@ class Reader:
 
     # ------------------------------------------------------------------ the chunk path
 
-    def plan(self, t: pl.Series, rows: npt.NDArray[np.int64], rank_spans: RankSpans) -> PhasePlan:
+    def plan(
+        self,
+        t: pl.Series,
+        rows: npt.NDArray[np.int64],
+        rank_spans: RankSpans,
+        split: str | None = None,
+    ) -> PhasePlan:
         """What feeding a chunk's phase lines would give, read in bulk (`_plan`): `t` the
         chunk's lines, `rows` the candidates (lines holding `ms/cyc` that the embedder would
         hand this reader as they are), `rank_spans` where the rank it would hand with each
-        stands. A worker thread may call it: it learns layouts, touching no other state."""
+        stands, `split` a regex of lines the embedder does not hand as they are (it splits
+        them: a run next to one is left to feeding). A worker thread may call it: it learns
+        layouts, touching no other state."""
         import numpy as np
 
         cand = t.gather(rows)
@@ -180,7 +188,7 @@ class Reader:
                 budget.learned(int(np.count_nonzero(layout == layouts.index(new))))
         with self._lock:  # the order the next chunk tries them in (`_learning.tried`)
             self._recent[:] = _learning.recent_counts(layout, len(self._recent))
-        return _plan(t, rows, layout, layouts, cand)
+        return _plan(t, rows, layout, layouts, cand, split)
 
     def take(self, plan: PhasePlan, lo: int, hi: int, first: int) -> BlockStarts | None:
         """Feed the plan's runs `lo` to `hi` (their lines, and the line after each, which
@@ -635,21 +643,18 @@ def _exact_sum(
     return total / 10.0 ** np.maximum(top, 0), top >= 0
 
 
-# a second SGLang line prefix after a first (`sglang_server.reader._LINE_PREFIX`, searched
-# after the first `] `): a cut line glued to the next
-_GLUED_PREFIX = r"\] .*\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:\.\d{3})?(?: [A-Z_]+\d{1,9})*\] "
-
-
 def _plan(
     t: pl.Series,
     rows: npt.NDArray[np.int64],
     layout: npt.NDArray[np.int64],
     layouts: list[_Layout],
     cand: pl.Series | None = None,
+    split: str | None = None,
 ) -> _Plan:
     """The runs of matched candidates feeding would read alike, their blocks (a name that
     repeats, or the line after the run, ends one) and their samples (`_Plan.samples`);
-    `cand`, when given, the candidates' lines (`t.gather(rows)`)."""
+    `cand`, when given, the candidates' lines (`t.gather(rows)`); `split` the embedder's
+    (`Reader.plan`)."""
     import numpy as np
     import polars as pl
 
@@ -669,10 +674,9 @@ def _plan(
         around = t.gather(edge[inside])  # `Reader.starts` of each: its words, ORed
         phase_edge[inside] = np.logical_or.reduce(
             [around.str.contains(w, literal=True).to_numpy() for w in WORDS]
-            # ... or a cut line glued to the next (`[ts TP0] Dec[ts TP1] ...`), which the
-            # SGLang reader splits, its cut head closing the block as incomplete: the run
-            # is left to the reader
-            + [around.str.contains(_GLUED_PREFIX).to_numpy()]
+            # ... or a line the embedder splits (SGLang: a cut line glued to the next, whose
+            # cut head closes the block as incomplete): the run is left to feeding
+            + ([around.str.contains(split).to_numpy()] if split else [])
         )
     good = ~phase_edge[: len(a)] & ~phase_edge[len(a) :] & (prow[e - 1] + 1 < n)
     if not good.any():

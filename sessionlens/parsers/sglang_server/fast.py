@@ -45,10 +45,12 @@ from .reader import (
     _PHASES,
     _TAIL,
     FEED_WORDS,
+    GLUED_RX,
     Reader,
     _bracketed,
     _Own,
     _sub_key,
+    glued_at,
 )
 
 if TYPE_CHECKING:
@@ -714,7 +716,7 @@ class ChunkRun:
         rows = self.rare_rows[cand.to_series().to_numpy()]
         if len(rows) == 0:
             return
-        plan = self.r.phase.plan(t, rows, _phase_rank_spans)
+        plan = self.r.phase.plan(t, rows, _phase_rank_spans, GLUED_RX)
         if len(plan.planned) == 0:
             return
         self.phases = plan
@@ -943,7 +945,6 @@ class ChunkRun:
         planned phase line but a run's first (the rest of a run whose first line the
         traceback took is fed: the bulk path takes runs from their first line only)."""
         text = self.t[row]
-        at = text.find("] ")
         if self.planned[row]:
             k = bisect_left(self.run_first, row)
             if k == len(self.run_first) or self.run_first[k] != row:
@@ -953,7 +954,7 @@ class ChunkRun:
             and self.r.bench is None
             and self.r.phase.idle
             and _BENCH_WORD not in text
-            and (at < 0 or text.find("] ", at + 2) < 0)
+            and glued_at(text) is None
         )
 
     def _bulk_row(self, row: int) -> bool:

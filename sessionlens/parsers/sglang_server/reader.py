@@ -57,10 +57,14 @@ _TIMEOUT = re.compile(r"time(?:d)? ?out", re.IGNORECASE)
 _EXC_LINE = re.compile(r"^[A-Za-z_][\w.]*(?::(?:\s|$)|$)")
 # SGLang's line prefix (`[2025-11-14 09:12:44 TP0] `, `[10:02:11] `), at a line's start
 # after any outer prefix, or glued into another line by a `cat` of a cut log.
-_LINE_PREFIX = re.compile(
-    r"(?:^[^\[]{0,80})?\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:\.\d{3})?"
+PREFIX_BRACKET = (
+    r"\[(?:\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d(?:\.\d{3})?"
     r"(?: (?:ATTN_CP|MOE_DP|DP|PP|TP|EP)\d{1,9})*\] "
 )
+_LINE_PREFIX = re.compile(r"(?:^[^\[]{0,80})?" + PREFIX_BRACKET)
+# A line holding a second prefix after its first `] ` (in the syntax polars' regex reads
+# too): what `_glued_at` may split, for a vectorised reader to leave to `feed`.
+GLUED_RX = r"\] .*" + PREFIX_BRACKET
 _BRACKET_PREFIX = re.compile(r"^.*?\[[^\]]*\d{2}:\d{2}:\d{2}[^\]]*\]\s?")
 
 # One search tells whether a line that is neither a batch line nor an access line is an
@@ -223,6 +227,18 @@ def _batch_at(text: str) -> tuple[int, re.Match[str], str] | None:
     return None if m is None else (at, m, kind)
 
 
+def glued_at(text: str) -> int | None:
+    """Where the second line starts in a line that holds two, glued by a `cat` of a log cut
+    mid-line (the second's prefix after the first's); None for any other line."""
+    at = text.find("] ")
+    if at <= 0 or text.find("] ", at + 2) < 0:
+        return None
+    glued = _LINE_PREFIX.search(text, at + 2)
+    if glued is None or _LINE_PREFIX.match(text) is None:
+        return None
+    return glued.start()
+
+
 def _chain_header(text: str) -> bool:
     """A traceback line that opens the next exception of a chain (or another traceback)."""
     return (
@@ -294,15 +310,13 @@ class Reader:
 
     def _feed_own(self, ln: Line) -> Iterator[Record]:
         text = ln.text
-        at = text.find("] ")
-        if at > 0 and text.find("] ", at + 2) > 0:
+        glued = glued_at(text)
+        if glued is not None:
             # `cat` of a log cut mid-line and the next one: the second line's prefix stands
             # inside this one. The text before it is a cut line; the rest a line of its own.
-            glued = _LINE_PREFIX.search(text, at + 2)
-            if glued is not None and _LINE_PREFIX.match(text) is not None:
-                yield from self._feed_own(Line(ln.no, text[: glued.start()], True))
-                yield from self._feed_own(Line(ln.no, text[glued.start() :], ln.cut))
-                return
+            yield from self._feed_own(Line(ln.no, text[:glued], True))
+            yield from self._feed_own(Line(ln.no, text[glued:], ln.cut))
+            return
         if self._tb is not None and self._traceback_line(ln):
             return
         if ln.cut or self.phase.wants(text):
@@ -736,38 +750,44 @@ class Reader:
         """Whether the open traceback takes a line of this text (a multi-line traceback is
         ONE diagnostic); a line it does not take closes it and is read normally. Changes
         nothing: `feed` does what it says (the chunk path asks first, `fast.ChunkRun.run`)."""
+        return self._traceback_part(text) is not None
+
+    def _traceback_part(self, text: str) -> str | None:
+        """What the open traceback takes a line as: `blank`, `frame` (a frame or its code),
+        `chain` (the next exception's header) or `exception` (its exception line); None for
+        a line that closes it."""
         tb = self._tb
         assert tb is not None
         if not text.strip():
-            return True
+            return "blank"
         body = _unindented(text, tb.indent)
         if body[:1] in (" ", "\t"):
-            # a frame or its code; not a log line indented as a whole (a paste), which a
-            # traceback in such a paste would otherwise take to the end of the file
-            return not tb.after_exc and _LINE_PREFIX.match(text) is None and _batch_at(text) is None
+            # not a log line indented as a whole (a paste), which a traceback in such a
+            # paste would otherwise take to the end of the file
+            framed = _LINE_PREFIX.match(text) is None and _batch_at(text) is None
+            return "frame" if framed and not tb.after_exc else None
         if _chain_header(body):
-            return True
-        # its exception line; not a batch line behind an outer prefix (`server: [...`)
-        return not tb.after_exc and _EXC_LINE.match(body) is not None and _batch_at(text) is None
+            return "chain"
+        # not a batch line behind an outer prefix (`server: [...`) either
+        if not tb.after_exc and _EXC_LINE.match(body) is not None and _batch_at(text) is None:
+            return "exception"
+        return None
 
     def _traceback_line(self, ln: Line) -> bool:
         """Whether the open traceback takes the line (`traceback_takes`): then taken; else
         the traceback is closed (its diagnostic given) and the line is read normally."""
         tb = self._tb
         assert tb is not None
-        text = ln.text
-        if not self.traceback_takes(text):
+        part = self._traceback_part(ln.text)
+        if part is None:
             self._close_traceback()
             return False
-        if not text.strip():
-            return True
-        body = _unindented(text, tb.indent)
-        if body[:1] in (" ", "\t"):
+        if part == "frame":
             tb.frames += 1
-        elif _chain_header(body):
+        elif part == "chain":
             tb.after_exc = False  # a chained exception follows
-        else:  # its exception line
-            tb.exc = body.strip()
+        elif part == "exception":
+            tb.exc = _unindented(ln.text, tb.indent).strip()
             tb.after_exc = True
         return True
 

@@ -1133,7 +1133,7 @@ def test_a_log_with_a_cut_batch_line_every_fifty_lines_is_read_in_bulk(
     lines: list[str] = []
     cut = 0
     for k in range(6000):
-        ts = f"2026-10-30 {k // 3600 % 24:02d}:{k // 60 % 60:02d}:{k % 60:02d}"
+        ts = _second(k)
         for rank in range(4):
             line = (
                 f"[{ts} TP{rank}] Decode batch, #running-req: {rng.randint(1, 40)}, #token: "
@@ -1386,6 +1386,28 @@ def test_an_item_of_glued_fields_is_learned_only_if_every_match_stays_under_400(
     assert (rows > 0) is (blanks < 367)  # (300: 388 characters at the widest)
 
 
+def _second(k: int) -> str:
+    """The timestamp of second k of a generated log."""
+    return f"2026-10-30 {k // 3600 % 24:02d}:{k // 60 % 60:02d}:{k % 60:02d}"
+
+
+def _decode(rng: random.Random, lead: str, extra: str = "") -> str:
+    """A Decode batch line behind `lead` (its prefix) with random values, `extra` (fields)
+    before its throughput."""
+    return (
+        f"{lead} Decode batch, #running-req: {rng.randint(1, 40)}, #token: "
+        f"{rng.randint(0, 9999)}, token usage: {rng.random():.2f}, {extra}gen throughput "
+        f"(token/s): {rng.uniform(0, 999):.2f}, #queue-req: 0, "
+    )
+
+
+# a steady Decode batch line of second `s` (`.format(s=...)`)
+_STEADY = (
+    "[2026-02-11 10:00:{s:02d} TP0] Decode batch, #running-req: 3, #token: 100, token "
+    "usage: 0.10, gen throughput (token/s): 10.00, #queue-req: 0, "
+)
+
+
 def _traceback(rng: random.Random, ts: str) -> list[str]:
     """A traceback as servers print them among batch lines: uvicorn's for a failed request
     (frames in `schedule_batch.py`, a `batch = ...` line), chained ones, one cut before its
@@ -1427,13 +1449,9 @@ def test_tracebacks_among_batch_lines_are_read_the_same_and_in_bulk(
     lines: list[str] = []
     tracebacks = 0
     for k in range(5000):
-        ts = f"2026-10-30 {k // 3600 % 24:02d}:{k // 60 % 60:02d}:{k % 60:02d}"
+        ts = _second(k)
         for rank in range(4):
-            lines.append(
-                f"[{ts} TP{rank}] Decode batch, #running-req: {rng.randint(1, 40)}, #token: "
-                f"{rng.randint(0, 9999)}, token usage: {rng.random():.2f}, cuda graph: True, "
-                f"gen throughput (token/s): {rng.uniform(0, 999):.2f}, #queue-req: 0, "
-            )
+            lines.append(_decode(rng, f"[{ts} TP{rank}]", "cuda graph: True, "))
             if rng.random() < 0.05:
                 lines += _traceback(rng, ts)
                 tracebacks += 1
@@ -1460,13 +1478,9 @@ def test_a_traceback_in_a_paste_indented_as_a_whole_ends_at_the_next_log_line(
     rng = random.Random(5)
     lines: list[str] = []
     for k in range(3000):
-        ts = f"2026-10-30 {k // 3600 % 24:02d}:{k // 60 % 60:02d}:{k % 60:02d}"
+        ts = _second(k)
         for rank in range(2):
-            lines.append(
-                f"    [{ts} TP{rank}] Decode batch, #running-req: {rng.randint(1, 40)}, "
-                f"#token: {rng.randint(0, 9999)}, token usage: {rng.random():.2f}, "
-                f"gen throughput (token/s): {rng.uniform(0, 999):.2f}, #queue-req: 0, "
-            )
+            lines.append(_decode(rng, f"    [{ts} TP{rank}]"))
         if k == 1500:
             lines += [
                 "    Traceback (most recent call last):",
@@ -1494,16 +1508,12 @@ def test_a_batch_line_behind_an_outer_prefix_closes_a_cut_traceback(
     rng = random.Random(5)
     lines: list[str] = []
     for k in range(3000):
-        ts = f"2026-10-30 {k // 3600 % 24:02d}:{k // 60 % 60:02d}:{k % 60:02d}"
+        ts = _second(k)
         if k % 2:  # a prefix of another shape too (`_other_prefix`)
             lead = f"server: {ts}.{k % 1000:03d} INFO 120984 [ TP0 scheduler.py:415]"
         else:
             lead = f"server: [{ts} TP0]"
-        lines.append(
-            f"{lead} Decode batch, #running-req: {rng.randint(1, 40)}, #token: "
-            f"{rng.randint(0, 9999)}, token usage: {rng.random():.2f}, gen throughput "
-            f"(token/s): {rng.uniform(0, 999):.2f}, #queue-req: 0, "
-        )
+        lines.append(_decode(rng, lead))
         if k % 100 == 50:
             lines += ["Traceback (most recent call last):", '  File "x.py", line 1, in f']
             if k % 200 == 50:
@@ -1530,14 +1540,10 @@ def test_a_phase_run_whose_first_line_an_open_traceback_takes_reads_the_same(
     """A traceback still waiting for its exception line takes a phase run's first line and
     the next closes it: the rest of the run is read by the reader, not skipped by the bulk
     path, which takes planned runs only from their first line (found by a reviewer)."""
-    batch = (
-        "[2026-02-11 10:00:{s:02d} TP0] Decode batch, #running-req: 3, #token: 100, token "
-        "usage: 0.10, gen throughput (token/s): 10.00, #queue-req: 0, "
-    )
     last = first.replace("Draft (2 steps)", "Target verify").replace("Draft", "Target verify")
     lines: list[str] = []
     for k in range(40):
-        lines += [batch.format(s=k % 60), batch.format(s=k % 60).replace("TP0", "TP1")]
+        lines += [_STEADY.format(s=k % 60), _STEADY.format(s=k % 60).replace("TP0", "TP1")]
         if k % 10 == 5:
             lines += ["Traceback (most recent call last):", first, last.replace("1.02", "9.31")]
     path = tmp_path / "phase.log"
@@ -1580,17 +1586,13 @@ def test_a_phase_block_closed_by_a_cut_line_glued_to_the_next_reads_the_same(
     a phase block: the reader splits it, and its cut head leaves the block incomplete (no
     totals, a warning). The phase plan leaves such a run to the reader (found by a
     reviewer: the chunk path gave the totals)."""
-    batch = (
-        "[2026-02-11 10:00:{s:02d} TP0] Decode batch, #running-req: 3, #token: 100, token "
-        "usage: 0.10, gen throughput (token/s): 10.00, #queue-req: 0, "
-    )
     lines: list[str] = []
     for k in range(40):
-        lines.append(batch.format(s=k))
+        lines.append(_STEADY.format(s=k))
         lines.append(f"[2026-02-11 10:00:{k:02d} TP0] Draft (2 steps):   0.71 ms/cyc  (  2.4%)")
         lines.append(f"[2026-02-11 10:00:{k:02d} TP0] Target verify:     28.78 ms/cyc  ( 96.7%)")
         if k % 10 == 5:
-            glued = batch.format(s=k).replace("TP0", "TP1")
+            glued = _STEADY.format(s=k).replace("TP0", "TP1")
             lines.append(f"[2026-02-11 10:00:{k:02d} TP0] Dec{glued}")
     path = tmp_path / "glued.log"
     path.write_text("\n".join(lines) + "\n")
@@ -1607,14 +1609,10 @@ def test_a_phase_run_followed_by_a_benchmark_runs_own_line_reads_the_same(
     of the run's own never reaches the server reader: it does not close the phase block
     before it, which the bulk path closed there (the same samples in another order; found
     by a reviewer). Such a chunk is read line by line."""
-    batch = (
-        "[2026-02-11 10:00:{s:02d} TP0] Decode batch, #running-req: 3, #token: 100, token "
-        "usage: 0.10, gen throughput (token/s): 10.00, #queue-req: 0, "
-    )
-    lines = [batch.format(s=k) for k in range(20)]
+    lines = [_STEADY.format(s=k) for k in range(20)]
     lines.append("benchmark_args=Namespace(backend='sglang-oai', num_prompts=32)")
     for k in range(20, 40):
-        lines.append(batch.format(s=k))
+        lines.append(_STEADY.format(s=k))
         lines.append(f"  [2026-02-11 10:00:{k:02d} TP1] Draft (2 steps): 12.13 ms/cyc (62.9%)")
         if k == 30:
             lines.append("Benchmark duration (s):                  16.58     ")

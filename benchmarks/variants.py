@@ -103,10 +103,15 @@ _PROMPTS = [
 ]
 
 
+def _is_vllm(lines: list[str]) -> bool:
+    """Whether a shape's head is a vLLM log (its stat loggers' lines), not SGLang's."""
+    return any("metrics.py" in x or "loggers.py" in x for x in lines[:5000])
+
+
 def _requests(lines: list[str], rng: random.Random) -> Iterator[str]:
     """A request log (`--enable-log-requests`, `--log-requests`): 15 % more lines, each a
     prompt in some script."""
-    vllm = any("metrics.py" in x or "loggers.py" in x for x in lines[:5000])
+    vllm = _is_vllm(lines)
     for line in lines:
         yield line
         if rng.random() < 0.15:
@@ -129,7 +134,7 @@ def _tracebacks(lines: list[str], rng: random.Random) -> Iterator[str]:
     """A traceback for a failed request (a client sending prompts longer than the model's
     context: uvicorn's `Exception in ASGI application`) after about one line in 40, its
     frames naming `schedule_batch.py` and `batch = ...`, one in five chained to a second."""
-    vllm = any("metrics.py" in x or "loggers.py" in x for x in lines[:5000])
+    vllm = _is_vllm(lines)
     head = "(APIServer pid=1234) ERROR:    " if vllm else "[2025-11-14 09:01:43] ERROR:    "
     frames = [
         '  File "/usr/lib/python3/dist-packages/uvicorn/protocols/http/httptools_impl.py", '

@@ -48,8 +48,8 @@ class Bulk:
     rows = 0
 
 
-@pytest.fixture(autouse=True)
-def _count_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+def count_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From now on count in `Bulk.rows` the batch lines the chunk path reads in bulk."""
     real = F.ChunkRun._samples
 
     def counting(self: Any, pos: Any) -> Any:
@@ -58,6 +58,11 @@ def _count_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(F.ChunkRun, "_samples", counting)
     Bulk.rows = 0
+
+
+@pytest.fixture(autouse=True)
+def _count_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+    count_bulk(monkeypatch)
 
 
 def _key(s: Sample) -> tuple[Any, ...]:

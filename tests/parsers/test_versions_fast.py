@@ -14,12 +14,9 @@ import random
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from sessionlens.parsers.sglang_server import fast as sglang_fast
-from sessionlens.parsers.vllm_server import fast as vllm_fast
 from tests.parsers import test_sglang_server_fast as sglang
 from tests.parsers import test_vllm_server_fast as vllm
 
@@ -56,28 +53,13 @@ def test_every_version_reads_the_same_in_chunks_and_in_bulk(
     for chunk in (24 << 10, 1 << 20):
         _reader(name)(path, monkeypatch, chunk)
     # ... and the comparison proves something only if the chunk path read the lines
-    bulk = [0]
-    if name.startswith("vllm-"):
-        real_read = vllm_fast.ChunkRun._read
-
-        def read(self: Any) -> None:
-            real_read(self)
-            bulk[0] += sum(len(r) for r in self.rows.values())
-
-        monkeypatch.setattr(vllm_fast.ChunkRun, "_read", read)
-        vllm.parse(path, monkeypatch, fast=True, chunk=24 << 10)
-    else:
-        real_samples = sglang_fast.ChunkRun._samples
-
-        def samples(self: Any, pos: Any) -> Any:
-            bulk[0] += len(pos)
-            return real_samples(self, pos)
-
-        monkeypatch.setattr(sglang_fast.ChunkRun, "_samples", samples)
-        sglang.parse(path, monkeypatch, fast=True, chunk=24 << 10)
+    module = vllm if name.startswith("vllm-") else sglang
+    module.count_bulk(monkeypatch)
+    module.parse(path, monkeypatch, fast=True, chunk=24 << 10)
+    bulk = module.Bulk.rows
     with open(path, encoding="utf-8") as fh:
         lines = sum(1 for _ in fh)
-    assert bulk[0] >= lines // 3, f"{name}: {bulk[0]} of {lines} lines read in bulk"
+    assert bulk >= lines // 3, f"{name}: {bulk} of {lines} lines read in bulk"
 
 
 @pytest.mark.parametrize(("name", "variant"), [(n, v) for n in SERVER_LOGS for v in VARIANTS])

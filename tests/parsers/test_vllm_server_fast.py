@@ -43,8 +43,8 @@ class Bulk:
     rows = 0
 
 
-@pytest.fixture(autouse=True)
-def _count_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+def count_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From now on count in `Bulk.rows` the lines the chunk path reads by a layout."""
     real = F.ChunkRun._read
 
     def counting(self: Any) -> None:
@@ -53,6 +53,11 @@ def _count_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(F.ChunkRun, "_read", counting)
     Bulk.rows = 0
+
+
+@pytest.fixture(autouse=True)
+def _count_bulk(monkeypatch: pytest.MonkeyPatch) -> None:
+    count_bulk(monkeypatch)
 
 
 def _key(s: Sample) -> tuple[Any, ...]:
